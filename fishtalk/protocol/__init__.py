@@ -1,0 +1,342 @@
+"""The Fish agent wire protocol (v0.1.0), modelled once, sans-IO.
+
+Bytes in, typed events out; typed events in, bytes out. Nothing here imports asyncio,
+livekit or textual, so every other module (the session, the sim, the reducer, the tests)
+shares these shapes instead of copying strings.
+
+Wire fields are camelCase; Python attributes are snake_case. Unknown fields are tolerated
+and kept in ``model_extra`` (for a debug view); unknown ``type`` values decode to
+:class:`UnknownAgentEvent`. Anything else that is not a valid message raises
+:class:`ProtocolError`, and nothing else, ever.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Final, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
+
+PROTOCOL_VERSION: Final = "0.1.0"
+
+# --- channels -------------------------------------------------------------------------
+TOPIC_AGENT_EVENT: Final = "agent-event"
+"""Data-packet topic, agent -> client: control events."""
+TOPIC_CLIENT_EVENT: Final = "client-event"
+"""Data-packet topic, client -> agent: text turns, activity, interrupts, hangup, results."""
+TOPIC_TRANSCRIPTION: Final = "lk.transcription"
+"""Text-stream topic carrying both sides' transcripts."""
+ATTR_AGENT_STATE: Final = "lk.agent.state"
+"""Sticky participant attribute on the agent participant holding its pipeline state."""
+ATTR_SEGMENT_ID: Final = "lk.segment_id"
+"""Text-stream attribute identifying a transcript segment."""
+ATTR_TRANSCRIPTION_FINAL: Final = "lk.transcription_final"
+"""Text-stream attribute; the string ``"true"`` marks a segment as final."""
+ATTR_TRANSCRIBED_TRACK_ID: Final = "lk.transcribed_track_id"
+"""Text-stream attribute LiveKit agents set to the audio track a transcript belongs to."""
+
+# --- open sets: known values, but any string is kept ------------------------------------
+AGENT_STATES: Final = ("initializing", "idle", "listening", "thinking", "speaking")
+TOOL_SOURCES: Final = ("client", "webhook", "mcp", "builtin", "background", "unknown")
+AGENT_ERROR_CODES: Final = ("provider_error", "internal_error")
+SESSION_ENDED_REASONS: Final = ("user_hangup", "agent_hangup", "conversation_timeout", "escalated")
+
+TOOL_NAME_PATTERN: Final = r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$"
+"""Client-tool names must match this (built-in agent tools start with ``_``)."""
+
+MAX_PAYLOAD_PREVIEW: Final = 4096
+"""Tool ``input``/``output`` strings are truncated at the source at this many bytes."""
+
+
+class ProtocolError(ValueError):
+    """A payload that is not a valid protocol message (bad JSON, not an object, bad fields)."""
+
+
+class _Message(BaseModel):
+    """Base for every wire message: strict types, camelCase aliases, extras kept."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        strict=True,
+        extra="allow",
+        frozen=True,
+    )
+
+    @property
+    def extra_fields(self) -> dict[str, Any]:
+        """Fields on the wire this version does not know (kept for a debug view)."""
+        return dict(self.model_extra or {})
+
+
+# --- agent events (agent -> client, topic agent-event) --------------------------------
+
+
+class ClientToolCall(_Message):
+    """The agent asks the client to run one of its registered client tools."""
+
+    type: Literal["client_tool.call"] = "client_tool.call"
+    call_id: str
+    tool_name: str
+    params: dict[str, JsonValue] = Field(default_factory=dict)
+    expects_response: bool = False
+    """When false the call is fire-and-forget and any result is ignored."""
+
+
+class _ToolEvent(_Message):
+    call_id: str
+    tool_name: str
+    tool_source: str = "unknown"
+    """Open set; see :data:`TOOL_SOURCES`."""
+    input: str | None = None
+    """JSON-serialised arguments, truncated at the source at 4 KB."""
+    input_truncated: bool | None = None
+    node_id: str | None = None
+    """Undocumented; displayed when present, never required."""
+
+
+class ToolStarted(_ToolEvent):
+    """A tool (any source) started running on the agent side."""
+
+    type: Literal["tool.started"] = "tool.started"
+
+
+class ToolCompleted(_ToolEvent):
+    """Terminal: the tool finished; repeats name and source so it renders alone."""
+
+    type: Literal["tool.completed"] = "tool.completed"
+    output: str | None = None
+    output_truncated: bool | None = None
+
+
+class ToolFailed(_ToolEvent):
+    """Terminal: the tool failed."""
+
+    type: Literal["tool.failed"] = "tool.failed"
+    error: str | None = None
+    output: str | None = None
+    output_truncated: bool | None = None
+
+
+class AgentError(_Message):
+    """A coarse error category from the agent runtime (no raw detail by design)."""
+
+    type: Literal["error"] = "error"
+    code: str
+    """Open set; see :data:`AGENT_ERROR_CODES`."""
+    message: str | None = None
+
+
+class SessionEnded(_Message):
+    """Sent just before the agent tears the session down."""
+
+    type: Literal["session.ended"] = "session.ended"
+    reason: str
+    """Open set; see :data:`SESSION_ENDED_REASONS`."""
+
+
+KnownAgentEvent: TypeAlias = Annotated[
+    ClientToolCall | ToolStarted | ToolCompleted | ToolFailed | AgentError | SessionEnded,
+    Field(discriminator="type"),
+]
+ToolEvent: TypeAlias = ToolStarted | ToolCompleted | ToolFailed
+
+
+class UnknownAgentEvent(BaseModel):
+    """An agent event whose ``type`` this version does not know; ignored, but kept."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    raw: dict[str, Any]
+
+
+AgentEvent: TypeAlias = (
+    ClientToolCall
+    | ToolStarted
+    | ToolCompleted
+    | ToolFailed
+    | AgentError
+    | SessionEnded
+    | UnknownAgentEvent
+)
+
+_AGENT_EVENT_TYPES: Final[dict[str, type[_Message]]] = {
+    "client_tool.call": ClientToolCall,
+    "tool.started": ToolStarted,
+    "tool.completed": ToolCompleted,
+    "tool.failed": ToolFailed,
+    "error": AgentError,
+    "session.ended": SessionEnded,
+}
+
+# --- client events (client -> agent, topic client-event) ------------------------------
+
+
+class UserMessage(_Message):
+    """A typed user turn. ``audio=False`` asks for a text-only reply (no speech)."""
+
+    type: Literal["user.message"] = "user.message"
+    text: str
+    audio: bool | None = None
+
+
+class UserActivity(_Message):
+    """The user is active (typing); postpones the agent's idle re-engagement."""
+
+    type: Literal["user.activity"] = "user.activity"
+
+
+class UserInterrupt(_Message):
+    """Interrupt the agent's current speech."""
+
+    type: Literal["user.interrupt"] = "user.interrupt"
+
+
+class UserHangup(_Message):
+    """End the session gracefully."""
+
+    type: Literal["user.hangup"] = "user.hangup"
+
+
+class ClientToolResult(_Message):
+    """Settles a pending ``client_tool.call``. ``result`` may be any JSON value."""
+
+    type: Literal["client_tool.result"] = "client_tool.result"
+    call_id: str
+    result: JsonValue = None
+    is_error: bool | None = None
+
+
+ClientEvent: TypeAlias = Annotated[
+    UserMessage | UserActivity | UserInterrupt | UserHangup | ClientToolResult,
+    Field(discriminator="type"),
+]
+_CLIENT_EVENT_ADAPTER: Final[TypeAdapter[ClientEvent]] = TypeAdapter(ClientEvent)
+
+
+# --- codec ----------------------------------------------------------------------------
+
+
+def _load_object(payload: bytes | str) -> dict[str, Any]:
+    try:
+        text = payload.decode("utf-8") if isinstance(payload, bytes | bytearray) else payload
+        obj = json.loads(text)
+    except (ValueError, RecursionError, TypeError) as exc:
+        # ValueError covers JSONDecodeError, UnicodeDecodeError and huge-int limits.
+        raise ProtocolError(f"malformed JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "<message>"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def decode_agent_event(payload: bytes | str) -> AgentEvent:
+    """Decode one ``agent-event`` data packet.
+
+    Unknown ``type`` -> :class:`UnknownAgentEvent`; anything invalid -> :class:`ProtocolError`.
+    """
+    obj = _load_object(payload)
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        raise ProtocolError("missing or non-string 'type'")
+    model = _AGENT_EVENT_TYPES.get(kind)
+    if model is None:
+        return UnknownAgentEvent(type=kind, raw=obj)
+    try:
+        event = model.model_validate(obj, by_alias=True, by_name=False)
+    except (ValidationError, RecursionError) as exc:
+        detail = _describe(exc) if isinstance(exc, ValidationError) else "too deeply nested"
+        raise ProtocolError(f"invalid {kind!r} event: {detail}") from None
+    return event  # type: ignore[return-value]  # model is one of the AgentEvent arms
+
+
+def decode_client_event(payload: bytes | str) -> ClientEvent | None:
+    """Decode one ``client-event`` packet (the agent's side; used by the sim).
+
+    Returns None for an unknown ``type`` (the agent ignores those); raises
+    :class:`ProtocolError` for anything malformed.
+    """
+    obj = _load_object(payload)
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        raise ProtocolError("missing or non-string 'type'")
+    if kind not in {"user.message", "user.activity", "user.interrupt", "user.hangup"} | {
+        "client_tool.result"
+    }:
+        return None
+    try:
+        return _CLIENT_EVENT_ADAPTER.validate_python(obj, by_alias=True, by_name=False)
+    except (ValidationError, RecursionError) as exc:
+        detail = _describe(exc) if isinstance(exc, ValidationError) else "too deeply nested"
+        raise ProtocolError(f"invalid {kind!r} event: {detail}") from None
+
+
+def _dump(event: BaseModel) -> bytes:
+    data = event.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def encode_client_event(event: ClientEvent) -> bytes:
+    """Encode a client event as compact UTF-8 JSON; unset optionals are omitted."""
+    return _dump(event)
+
+
+def encode_agent_event(event: AgentEvent) -> bytes:
+    """Encode an agent event (the sim's side). Unknown events are sent as their raw object."""
+    if isinstance(event, UnknownAgentEvent):
+        return json.dumps(event.raw, separators=(",", ":"), ensure_ascii=False).encode()
+    return _dump(event)
+
+
+def is_final(attributes: dict[str, str]) -> bool:
+    """Whether a transcription text stream's attributes mark its segment as final."""
+    return attributes.get(ATTR_TRANSCRIPTION_FINAL) == "true"
+
+
+__all__ = [
+    "AGENT_ERROR_CODES",
+    "AGENT_STATES",
+    "ATTR_AGENT_STATE",
+    "ATTR_SEGMENT_ID",
+    "ATTR_TRANSCRIBED_TRACK_ID",
+    "ATTR_TRANSCRIPTION_FINAL",
+    "MAX_PAYLOAD_PREVIEW",
+    "PROTOCOL_VERSION",
+    "SESSION_ENDED_REASONS",
+    "TOOL_NAME_PATTERN",
+    "TOOL_SOURCES",
+    "TOPIC_AGENT_EVENT",
+    "TOPIC_CLIENT_EVENT",
+    "TOPIC_TRANSCRIPTION",
+    "AgentError",
+    "AgentEvent",
+    "ClientEvent",
+    "ClientToolCall",
+    "ClientToolResult",
+    "KnownAgentEvent",
+    "ProtocolError",
+    "SessionEnded",
+    "ToolCompleted",
+    "ToolEvent",
+    "ToolFailed",
+    "ToolStarted",
+    "UnknownAgentEvent",
+    "UserActivity",
+    "UserHangup",
+    "UserInterrupt",
+    "UserMessage",
+    "decode_agent_event",
+    "decode_client_event",
+    "encode_agent_event",
+    "encode_client_event",
+    "is_final",
+]
