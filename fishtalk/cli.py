@@ -1,0 +1,324 @@
+"""The ``fishtalk`` command line (typer).
+
+This module is imported by ``fishtalk --help`` and ``--version``, so it must stay light:
+nothing heavy (textual, livekit, numpy, sounddevice, httpx) at module level. Every command
+imports what it needs inside its body.
+
+Errors: a :class:`~fishtalk.errors.FishtalkError` prints one line on stderr and exits with
+its ``exit_code``; a traceback only appears with ``--debug``.
+"""
+
+import asyncio
+import json
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+from fishtalk import __version__
+from fishtalk.errors import EXIT_ERROR, EXIT_OK, FishtalkError
+
+if TYPE_CHECKING:
+    from fishtalk.config import Settings
+
+app = typer.Typer(
+    name="fishtalk",
+    help="Talk to Fish Audio realtime voice agents from your terminal.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+session_app = typer.Typer(help="Create and end agent sessions (without joining them).")
+config_app = typer.Typer(help="Show, locate and create the config file.")
+app.add_typer(session_app, name="session")
+app.add_typer(config_app, name="config")
+
+
+@dataclass
+class CliState:
+    """Global options, shared with every command through ``ctx.obj``."""
+
+    config_path: Path | None = None
+    debug: bool = False
+
+
+_state = CliState()
+"""The process-wide global options (main() needs --debug after the command has failed)."""
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"fishtalk {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Config file to use (default: see `fishtalk config path`).",
+            dir_okay=False,
+        ),
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print the version and exit.",
+            callback=_version_callback,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
+    """Talk to Fish Audio realtime voice agents from your terminal."""
+    _state.config_path = config
+    _state.debug = debug or _state.debug
+    ctx.obj = _state
+
+
+def load(overrides: dict[str, Any] | None = None) -> "Settings":
+    """Load settings for a command: the global ``--config`` plus the command's flags."""
+    from fishtalk.config import load_settings
+
+    return load_settings(_state.config_path, overrides=overrides)
+
+
+def run_async(coro: Any) -> Any:
+    """Run a command's coroutine to completion (one event loop per command)."""
+    return asyncio.run(coro)
+
+
+# --- session ------------------------------------------------------------------------------
+
+
+@session_app.command("create")
+def session_create(
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Agent id (default: session.agent_id).")
+    ] = None,
+    api_url: Annotated[
+        str | None, typer.Option("--api-url", help="API base URL (default: api.url).")
+    ] = None,
+    public: Annotated[
+        bool | None,
+        typer.Option("--public/--no-public", help="Public agent: no API key, send an Origin."),
+    ] = None,
+    origin: Annotated[
+        str | None, typer.Option("--origin", help="Origin header for a public agent.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the grant as JSON.")] = False,
+    show_token: Annotated[
+        bool, typer.Option("--show-token", help="Print the join token (it is a credential).")
+    ] = False,
+) -> None:
+    """Create a session and print its grant (the token is hidden unless --show-token)."""
+    settings = load(
+        {
+            "session.agent_id": agent,
+            "api.url": api_url,
+            "api.public": public,
+            "api.origin": origin,
+        }
+    )
+    from fishtalk.api import SessionRequest
+
+    agent_id = _require_agent(settings)
+    s = settings.session
+    request = SessionRequest(
+        agent_id=agent_id,
+        tool_events=s.tool_events,
+        language=s.language,
+        timezone=s.timezone,
+        dynamic_variables=dict(s.dynamic_variables) or None,
+        end_user_id=s.end_user_id,
+        metadata=s.metadata,
+    )
+
+    async def create() -> Any:
+        async with session_client(settings) as client:
+            return await client.create_session(request)
+
+    grant = run_async(create())
+    token = grant.token.get_secret_value() if show_token else None
+    fields: dict[str, Any] = {
+        "session_id": grant.session_id,
+        "transport": grant.transport,
+        "livekit_url": grant.livekit_url,
+        "expires_at": grant.expires_at.isoformat(),
+        "max_duration_seconds": grant.max_duration_seconds,
+        "token": token if token is not None else "<hidden: use --show-token>",
+    }
+    if as_json:
+        typer.echo(json.dumps(fields, indent=2))
+    else:
+        width = max(len(k) for k in fields)
+        for key, value in fields.items():
+            typer.echo(f"{key:<{width}}  {value}")
+
+
+@session_app.command("end")
+def session_end(
+    session_id: Annotated[str, typer.Argument(help="The session to end.")],
+    api_url: Annotated[
+        str | None, typer.Option("--api-url", help="API base URL (default: api.url).")
+    ] = None,
+    public: Annotated[
+        bool | None,
+        typer.Option("--public/--no-public", help="Public agent: no API key, send an Origin."),
+    ] = None,
+    origin: Annotated[
+        str | None, typer.Option("--origin", help="Origin header for a public agent.")
+    ] = None,
+) -> None:
+    """End a session by id."""
+    settings = load({"api.url": api_url, "api.public": public, "api.origin": origin})
+
+    async def end() -> None:
+        async with session_client(settings) as client:
+            await client.end_session(session_id)
+
+    run_async(end())
+    typer.echo(f"ended session {session_id}")
+
+
+def _require_agent(settings: "Settings") -> str:
+    from fishtalk.config import ConfigError
+
+    if not settings.session.agent_id:
+        raise ConfigError(
+            "no agent: pass --agent ID, set FISHTALK_AGENT, or set session.agent_id in the config"
+        )
+    return settings.session.agent_id
+
+
+def session_client(settings: "Settings") -> Any:
+    """A :class:`fishtalk.api.SessionClient` for the settings (key or public mode).
+
+    Raises ConfigError when neither an API key nor public mode with an origin is set.
+    """
+    from fishtalk.api import SessionClient
+    from fishtalk.config import ConfigError
+
+    api = settings.api
+    if api.public:
+        if not api.origin:
+            raise ConfigError(
+                "public mode needs an origin: pass --origin URL or set api.origin "
+                "(one of the agent's allowed origins)"
+            )
+        return SessionClient(api.url, api_key=None, origin=api.origin, timeout=api.timeout)
+    if api.api_key is None:
+        raise ConfigError(
+            "no API key: set FISH_API_KEY (or api.api_key in the config), "
+            "or use --public --origin URL for a public agent"
+        )
+    return SessionClient(api.url, api_key=api.api_key, origin=api.origin, timeout=api.timeout)
+
+
+# --- config -------------------------------------------------------------------------------
+
+
+def _target_config_path() -> Path:
+    from fishtalk import paths
+
+    return _state.config_path if _state.config_path is not None else paths.config_file()
+
+
+@config_app.command("path")
+def config_path() -> None:
+    """Print the config file's path (it may not exist yet)."""
+    typer.echo(str(_target_config_path()))
+
+
+@config_app.command("show")
+def config_show() -> None:
+    """Print the effective settings as TOML (the API key is never shown)."""
+    import tomli_w
+
+    from fishtalk.config import redacted_dict
+
+    settings = load()
+    path = _target_config_path()
+    state = "" if path.exists() else " (not found; defaults and environment only)"
+    typer.echo(f"# effective settings; file: {path}{state}")
+    typer.echo(tomli_w.dumps(redacted_dict(settings)).rstrip())
+
+
+@config_app.command("init")
+def config_init(
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write the documented example config to the config path (mode 0600)."""
+    from fishtalk.config import ConfigError
+
+    path = _target_config_path()
+    if path.exists() and not force:
+        raise ConfigError(f"{path} already exists (use --force to overwrite it)")
+    text = example_config_text()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Create with 0600 from the start: the file may come to hold an API key.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(path, 0o600)
+    typer.echo(f"wrote {path}")
+
+
+def example_config_text() -> str:
+    """The documented example config shipped inside the package."""
+    from importlib.resources import files
+
+    return files("fishtalk").joinpath("data", "config.example.toml").read_text(encoding="utf-8")
+
+
+# --- more commands ------------------------------------------------------------------------
+# Other helpers add one command each below (chat, demo, sim serve, devices, tools list|run).
+# Rules: one small function per command; import heavy modules (textual, livekit, numpy,
+# sounddevice, fishtalk.session, fishtalk.tui, fishtalk.sim) INSIDE the function body so
+# `fishtalk --help` stays instant; get settings with `load({...dotted overrides...})`; raise
+# a FishtalkError subclass for user errors (main() prints it as one line); use a sub-typer
+# (like session_app) for grouped commands, e.g. `sim_app = typer.Typer(); app.add_typer(...)`.
+#
+# >>> commands added by other helpers start here
+
+
+# <<< commands added by other helpers end here
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    sys.stderr.write(f"fishtalk: {message}\n")
+    sys.stderr.flush()
+    raise SystemExit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the CLI, mapping errors to one line and an exit code."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    # --debug must be known even when parsing fails before the callback ran.
+    _state.debug = "--debug" in args or os.environ.get("FISHTALK_DEBUG", "") not in ("", "0")
+    command = typer.main.get_command(app)
+    try:
+        # Standalone mode: typer itself reports usage errors (exit 2), --help, Exit and
+        # Ctrl-C (exit 130) and always ends in SystemExit; only our own errors get here.
+        command.main(args=args, prog_name="fishtalk", standalone_mode=True)
+    except FishtalkError as exc:
+        if _state.debug:
+            traceback.print_exc()
+        _fail(str(exc), exc.exit_code)
+    except Exception as exc:
+        if _state.debug:
+            traceback.print_exc()
+        _fail(
+            f"unexpected error: {type(exc).__name__}: {exc} (run with --debug for details)",
+            EXIT_ERROR,
+        )
+    raise SystemExit(EXIT_OK)

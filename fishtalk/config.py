@@ -1,0 +1,469 @@
+"""fishtalk settings: defaults < TOML file < environment < command-line flags.
+
+* File: ``--config PATH``, else ``$FISHTALK_CONFIG``, else the platform config file
+  (``fishtalk config path`` prints it). A missing default file is fine; a missing explicit
+  one is an error. Every key is documented in ``config.example.toml``.
+* Environment: ``FISH_API_KEY`` (api.api_key), ``FISHTALK_API_URL`` (api.url),
+  ``FISHTALK_AGENT`` (session.agent_id), ``FISHTALK_ORIGIN`` (api.origin), and the generic
+  ``FISHTALK_<SECTION>__<KEY>`` for any other key, e.g.
+  ``FISHTALK_AUDIO__ECHO_CANCELLATION=false``. Values are parsed like TOML scalars would be
+  (``true``/``false``, numbers); tables and arrays are given as JSON. Tools can only be
+  declared in the file.
+* Flags: the CLI passes an ``overrides`` mapping of dotted keys (``{"session.agent_id": ..}``);
+  ``None`` values mean "flag not given".
+
+The API key is a :class:`~pydantic.SecretStr`: it never appears in a repr, an error
+message or ``fishtalk config show``. Any problem (broken TOML, unknown key, bad value)
+raises :class:`ConfigError` (exit code 2) with one line naming the file and line, the
+environment variable or the key.
+
+This module never imports textual or livekit.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from fishtalk import paths
+from fishtalk.errors import EXIT_USAGE, FishtalkError
+from fishtalk.protocol import TOOL_NAME_PATTERN
+
+DEFAULT_API_URL: Final = "https://api.fish.audio"
+MAX_TOOL_TIMEOUT: Final = 120.0
+"""The server's hard ceiling on a client tool's ``timeout_seconds``."""
+
+ENV_API_KEY: Final = "FISH_API_KEY"
+ENV_PREFIX: Final = "FISHTALK_"
+ENV_ALIASES: Final[Mapping[str, tuple[str, str]]] = {
+    ENV_API_KEY: ("api", "api_key"),
+    "FISHTALK_API_URL": ("api", "url"),
+    "FISHTALK_AGENT": ("session", "agent_id"),
+    "FISHTALK_ORIGIN": ("api", "origin"),
+}
+"""Short environment variables, each naming one setting."""
+
+_TOOL_NAME_RE: Final = re.compile(TOOL_NAME_PATTERN)
+_SECRET_KEYS: Final = frozenset({("api", "api_key")})
+
+
+class ConfigError(FishtalkError):
+    """Bad configuration: broken TOML, an unknown key, an invalid value. Exit code 2."""
+
+    exit_code = EXIT_USAGE
+
+
+class _Section(BaseModel):
+    """Base for every settings table: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+def _check_http_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not re.match(r"^https?://[^\s/]+", value):
+        raise ValueError("must be an http:// or https:// URL")
+    return value.rstrip("/")
+
+
+class ApiSettings(_Section):
+    """``[api]``: where sessions are created and how the client authenticates."""
+
+    url: str = DEFAULT_API_URL
+    """Base URL of the Fish Audio API."""
+    api_key: SecretStr | None = None
+    """API key (prefer the FISH_API_KEY environment variable). Never printed."""
+    public: bool = False
+    """Create sessions for a public agent without a key (sends ``origin`` instead)."""
+    origin: str | None = None
+    """Origin header for public agents; must be one of the agent's allowed origins."""
+    timeout: float = Field(default=10.0, gt=0, le=300)
+    """Seconds to wait for the session API before giving up."""
+
+    _url = field_validator("url", "origin")(_check_http_url)
+
+
+class SessionSettings(_Section):
+    """``[session]``: what each new conversation asks for."""
+
+    agent_id: str | None = None
+    """The agent to talk to."""
+    language: str | None = None
+    """Language override (only if the agent allows it)."""
+    timezone: str | None = None
+    """IANA time zone for the agent's world context, e.g. ``Europe/Berlin``."""
+    tool_events: bool = True
+    """Ask the server for tool.started/completed/failed events."""
+    text_only: bool = False
+    """Start without microphone and speaker (typed turns only)."""
+    dynamic_variables: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """Values for the agent prompt's {{variables}}."""
+    end_user_id: str | None = Field(default=None, max_length=256)
+    """Your own identifier for the person talking (for your records)."""
+    metadata: dict[str, JsonValue] | None = None
+    """Free-form metadata stored with the session."""
+    client_tool_timeout: float = Field(default=15.0, gt=0, le=MAX_TOOL_TIMEOUT)
+    """Default client-side deadline, in seconds, for a client tool call."""
+
+    @field_validator("dynamic_variables")
+    @classmethod
+    def _few_variables(
+        cls, value: dict[str, str | int | float | bool]
+    ) -> dict[str, str | int | float | bool]:
+        if len(value) > 50:
+            raise ValueError("at most 50 dynamic variables are allowed")
+        return value
+
+
+DeviceSpec = int | str | None
+
+
+class AudioSettings(_Section):
+    """``[audio]``: devices and voice processing."""
+
+    enabled: bool = True
+    """Use the microphone and speaker at all (false = text only)."""
+    input_device: DeviceSpec = None
+    """PortAudio input device index or (part of its) name; unset = system default."""
+    output_device: DeviceSpec = None
+    """PortAudio output device index or (part of its) name; unset = system default."""
+    echo_cancellation: bool = True
+    """Cancel the agent's voice from the microphone signal (needed without headphones)."""
+    noise_suppression: bool = True
+    """Suppress steady background noise."""
+    high_pass_filter: bool = True
+    """Remove low-frequency rumble."""
+    auto_gain: bool = True
+    """Automatic microphone gain control."""
+
+    @field_validator("input_device", "output_device", mode="before")
+    @classmethod
+    def _numeric_device(cls, value: object) -> object:
+        # Environment values arrive as strings; "3" means device index 3.
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        return value
+
+
+class UiSettings(_Section):
+    """``[ui]``: the front end."""
+
+    plain: bool | None = None
+    """true = line-oriented output, false = full-screen TUI, unset = TUI when on a terminal."""
+    keys: dict[str, str] = Field(default_factory=dict)
+    """Key bindings, action -> key (see the TUI's help screen for action names)."""
+
+
+class ToolDecl(_Section):
+    """``[tools.NAME]``: one client tool the agent may call on this machine."""
+
+    command: list[str] | None = None
+    """argv list run for each call (never a shell string); params arrive as JSON on stdin."""
+    builtin: bool = False
+    """Enable the built-in tool of this name (open_url, copy_to_clipboard, notify, ...)."""
+    approve: Literal["ask", "always", "never"] | None = None
+    """ask = confirm each call, always = run without asking, never = refuse every call."""
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TOOL_TIMEOUT)
+    """Seconds before the call is abandoned (and its processes killed); at most 120."""
+    cwd: str | None = None
+    """Working directory for command tools."""
+    env: list[str] = Field(default_factory=list)
+    """Names of environment variables passed through to the command (allowlist)."""
+    description: str | None = None
+    """Shown in ``fishtalk tools list`` and in the approval prompt."""
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _argv_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            raise ValueError(
+                'must be an argv list such as ["notify-send", "done"], not a string '
+                "(fishtalk never runs a shell)"
+            )
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _non_empty_argv(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or not value[0]):
+            raise ValueError("must name a program as its first element")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    @model_validator(mode="after")
+    def _command_xor_builtin(self) -> ToolDecl:
+        if self.builtin and self.command is not None:
+            raise ValueError("set either `command` or `builtin = true`, not both")
+        return self
+
+
+class Settings(_Section):
+    """All fishtalk settings; build one with :func:`load_settings`."""
+
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    session: SessionSettings = Field(default_factory=SessionSettings)
+    audio: AudioSettings = Field(default_factory=AudioSettings)
+    ui: UiSettings = Field(default_factory=UiSettings)
+    tools: dict[str, ToolDecl] = Field(default_factory=dict)
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_names(cls, value: dict[str, ToolDecl]) -> dict[str, ToolDecl]:
+        for name in value:
+            if not _TOOL_NAME_RE.match(name):
+                raise ValueError(
+                    f"invalid tool name {name!r}: names must match {TOOL_NAME_PATTERN}"
+                )
+        return value
+
+
+# --- loading ----------------------------------------------------------------------------
+
+Sources = dict[tuple[str, ...], str]
+"""Which layer set each dotted key last, for error messages."""
+
+
+def load_settings(
+    config_path: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build the effective settings from every layer; raise :class:`ConfigError` on problems.
+
+    ``config_path`` None means the default file (which may be absent). ``env`` defaults to
+    ``os.environ``. ``overrides`` holds dotted keys from flags; ``None`` values are skipped.
+    """
+    environ = os.environ if env is None else env
+    merged: dict[str, Any] = {}
+    sources: Sources = {}
+    file_text: str | None = None
+
+    path = config_path.expanduser() if config_path is not None else _default_path(environ)
+    if config_path is not None and not path.exists():
+        raise ConfigError(f"config file not found: {path}")
+    if path.exists():
+        file_text, data = _read_toml(path)
+        _merge(merged, data, sources, (), f"in {path}")
+    _merge_env(merged, environ, sources)
+    if overrides:
+        for key, value in overrides.items():
+            if value is None:
+                continue
+            parts = tuple(key.split("."))
+            _merge(merged, _nest(parts, value), sources, (), "from the command line")
+
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, sources, path, file_text)) from None
+
+
+def _default_path(environ: Mapping[str, str]) -> Path:
+    explicit = environ.get(paths.CONFIG_PATH_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    return paths.default_config_file()
+
+
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not valid UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # str(exc) carries "(at line L, column C)".
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _nest(parts: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out: Any = value
+    for part in reversed(parts):
+        out = {part: out}
+    result: dict[str, Any] = out
+    return result
+
+
+def _merge(
+    target: dict[str, Any],
+    layer: Mapping[str, Any],
+    sources: Sources,
+    prefix: tuple[str, ...],
+    origin: str,
+) -> None:
+    """Deep-merge ``layer`` into ``target``; tables merge, anything else replaces."""
+    for key, value in layer.items():
+        where = (*prefix, key)
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            _merge(target[key], value, sources, where, origin)
+            continue
+        if isinstance(value, Mapping):
+            target[key] = {}
+            _merge(target[key], value, sources, where, origin)
+            sources[where] = origin
+            continue
+        target[key] = value
+        sources[where] = origin
+
+
+def _merge_env(merged: dict[str, Any], environ: Mapping[str, str], sources: Sources) -> None:
+    sections = Settings.model_fields
+    for name in sorted(environ):
+        raw = environ[name]
+        if name in ENV_ALIASES:
+            where = ENV_ALIASES[name]
+        elif name.startswith(ENV_PREFIX) and "__" in name:
+            section, _, key = name[len(ENV_PREFIX) :].lower().partition("__")
+            if section == "tools":
+                raise ConfigError(f"{name}: tools can only be declared in the config file")
+            if section not in sections:
+                raise ConfigError(
+                    f"environment variable {name}: unknown section {section!r}"
+                    + _suggest(section, [s for s in sections if s != "tools"])
+                )
+            fields = _section_fields(section)
+            if key not in fields:
+                raise ConfigError(
+                    f"environment variable {name}: unknown setting {section}.{key}"
+                    + _suggest(key, fields)
+                )
+            where = (section, key)
+        else:
+            continue
+        if raw == "":
+            continue
+        _merge(merged, _nest(where, _env_value(raw)), sources, (), f"from ${name}")
+
+
+def _env_value(raw: str) -> Any:
+    stripped = raw.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.loads(stripped)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+def _section_fields(section: str) -> list[str]:
+    annotation = Settings.model_fields[section].annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    return []
+
+
+def _suggest(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _describe(exc: ValidationError, sources: Sources, path: Path, file_text: str | None) -> str:
+    """One line for the first validation error, naming the key and where it came from."""
+    errors = exc.errors(include_input=False, include_url=False)
+    first = errors[0]
+    loc = tuple(str(p) for p in first["loc"])
+    dotted = ".".join(loc) or "settings"
+    origin = _origin_of(loc, sources)
+    line = _find_line(file_text, loc) if origin == f"in {path}" else None
+    if line is not None:
+        origin = f"in {path}, line {line}"
+    if first["type"] == "extra_forbidden":
+        parent_fields = _fields_at(loc[:-1])
+        message = f"unknown setting {dotted} {origin}" + _suggest(loc[-1], parent_fields)
+    else:
+        msg = str(first["msg"])
+        msg = msg.removeprefix("Value error, ")
+        message = f"invalid setting {dotted} {origin}: {msg}"
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return message
+
+
+def _origin_of(loc: tuple[str, ...], sources: Sources) -> str:
+    for end in range(len(loc), 0, -1):
+        origin = sources.get(loc[:end])
+        if origin is not None:
+            return origin
+    return "(default)"
+
+
+def _fields_at(loc: tuple[str, ...]) -> list[str]:
+    model: type[BaseModel] = Settings
+    for part in loc:
+        if model is Settings and part == "tools":
+            return []
+        field = model.model_fields.get(part)
+        if field is None:
+            # A tool name inside [tools.NAME]: descend into ToolDecl.
+            if model is Settings:
+                return []
+            return list(ToolDecl.model_fields) if loc[0] == "tools" else []
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+        elif loc[0] == "tools":
+            model = ToolDecl
+        else:
+            return []
+    return list(model.model_fields)
+
+
+def _find_line(text: str | None, loc: tuple[str, ...]) -> int | None:
+    """Best-effort line number of ``loc`` in a TOML file (tomllib gives no positions)."""
+    if text is None or not loc:
+        return None
+    table: tuple[str, ...] = ()
+    header = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = header.match(line)
+        if match:
+            table = tuple(p.strip().strip("\"'") for p in match.group(1).split("."))
+            if table == loc:
+                return number
+            continue
+        key_match = re.match(r"^\s*([A-Za-z0-9_.\-\"' ]+?)\s*=", line)
+        if key_match is None:
+            continue
+        key = tuple(p.strip().strip("\"'") for p in key_match.group(1).split("."))
+        full = table + key
+        if full == loc[: len(full)] and len(full) >= min(len(loc), 2):
+            return number
+    return None
+
+
+def redacted_dict(settings: Settings) -> dict[str, Any]:
+    """Settings as plain data for display: secrets replaced, unset values dropped."""
+    data = settings.model_dump(mode="json", exclude_none=True)
+    for section, key in _SECRET_KEYS:
+        if getattr(getattr(settings, section), key) is not None:
+            data[section][key] = "<hidden>"
+    return data
