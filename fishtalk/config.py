@@ -417,23 +417,16 @@ def _origin_of(loc: tuple[str, ...], sources: Sources) -> str:
 
 
 def _fields_at(loc: tuple[str, ...]) -> list[str]:
+    """Valid key names of the table at ``loc`` (for "did you mean" hints)."""
+    if loc[:1] == ("tools",):
+        return list(ToolDecl.model_fields) if len(loc) == 2 else []
     model: type[BaseModel] = Settings
     for part in loc:
-        if model is Settings and part == "tools":
-            return []
         field = model.model_fields.get(part)
-        if field is None:
-            # A tool name inside [tools.NAME]: descend into ToolDecl.
-            if model is Settings:
-                return []
-            return list(ToolDecl.model_fields) if loc[0] == "tools" else []
-        annotation = field.annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            model = annotation
-        elif loc[0] == "tools":
-            model = ToolDecl
-        else:
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return []
+        model = annotation
     return list(model.model_fields)
 
 

@@ -1,0 +1,307 @@
+"""fishtalk.config: layering, environment, validation messages, secrecy, the example file."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from fishtalk import paths
+from fishtalk.config import (
+    ConfigError,
+    Settings,
+    ToolDecl,
+    load_settings,
+    redacted_dict,
+)
+from fishtalk.errors import EXIT_USAGE, FishtalkError
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "config.example.toml"
+PACKAGED_EXAMPLE = REPO / "fishtalk" / "data" / "config.example.toml"
+SECRET = "sk-live-7f3a9c-do-not-print"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Never read the developer's real config file.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("FISHTALK_CONFIG", raising=False)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_without_any_file(tmp_path: Path) -> None:
+    s = load_settings(env={paths.CONFIG_PATH_ENV: str(tmp_path / "absent.toml")})
+    assert s.api.url == "https://api.fish.audio"
+    assert s.api.api_key is None
+    assert s.session.tool_events is True
+    assert s.session.client_tool_timeout == 15.0
+    assert s.audio.echo_cancellation is True
+    assert s.ui.plain is None
+    assert s.tools == {}
+
+
+def test_precedence_defaults_file_env_flags(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        '[session]\nagent_id = "from-file"\nlanguage = "de"\n'
+        '[api]\nurl = "https://file.example"\ntimeout = 3\n',
+    )
+    env = {"FISHTALK_AGENT": "from-env", "FISHTALK_API_URL": "https://env.example"}
+    s = load_settings(path, env=env, overrides={"session.agent_id": "from-flag", "api.url": None})
+    assert s.session.agent_id == "from-flag"  # flag beats env beats file
+    assert s.api.url == "https://env.example"  # None override = flag not given
+    assert s.session.language == "de"  # file beats default
+    assert s.api.timeout == 3.0
+    assert s.audio.enabled is True  # default
+
+
+def test_env_aliases_and_generic_variables(tmp_path: Path) -> None:
+    env = {
+        "FISH_API_KEY": SECRET,
+        "FISHTALK_ORIGIN": "https://shop.example",
+        "FISHTALK_AUDIO__ECHO_CANCELLATION": "false",
+        "FISHTALK_AUDIO__INPUT_DEVICE": "3",
+        "FISHTALK_SESSION__CLIENT_TOOL_TIMEOUT": "20",
+        "FISHTALK_SESSION__DYNAMIC_VARIABLES": '{"name": "Ada"}',
+        "FISHTALK_UI__PLAIN": "true",
+        "FISHTALK_CONFIG": str(tmp_path / "absent.toml"),
+        "FISHTALK_SOMETHING_ELSE": "ignored",  # no "__": not a setting
+    }
+    s = load_settings(env=env)
+    assert s.api.api_key is not None
+    assert s.api.api_key.get_secret_value() == SECRET
+    assert s.api.origin == "https://shop.example"
+    assert s.audio.echo_cancellation is False
+    assert s.audio.input_device == 3
+    assert s.session.client_tool_timeout == 20.0
+    assert s.session.dynamic_variables == {"name": "Ada"}
+    assert s.ui.plain is True
+
+
+def test_fishtalk_config_env_names_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, '[session]\nagent_id = "via-env-path"\n')
+    s = load_settings(env={"FISHTALK_CONFIG": str(path)})
+    assert s.session.agent_id == "via-env-path"
+
+
+def test_unknown_env_key_names_the_variable_and_suggests() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(env={"FISHTALK_AUDIO__ECHO_CANCELATION": "false"})
+    message = str(info.value)
+    assert "FISHTALK_AUDIO__ECHO_CANCELATION" in message
+    assert "audio.echo_cancelation" in message
+    assert "echo_cancellation" in message.split("did you mean")[1]
+
+
+def test_invalid_env_value_names_the_variable(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"audio\.enabled from \$FISHTALK_AUDIO__ENABLED"):
+        load_settings(
+            env={"FISHTALK_AUDIO__ENABLED": "maybe", "FISHTALK_CONFIG": str(tmp_path / "x")}
+        )
+
+
+def test_broken_toml_names_file_line_and_column(tmp_path: Path) -> None:
+    path = write(tmp_path, '[api]\nurl = "https://x.example"\ntimeout = = 3\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, env={})
+    message = str(info.value)
+    assert str(path) in message
+    assert "line 3" in message
+    assert "column" in message
+    assert "\n" not in message
+    assert info.value.exit_code == EXIT_USAGE == 2
+    assert isinstance(info.value, FishtalkError)
+
+
+def test_unknown_key_in_file_names_dotted_key_file_and_line(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "[api]\ntimeout = 5\n\n[audio]\nenabled = true\necho_cancelation = false\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, env={})
+    message = str(info.value)
+    assert "unknown setting audio.echo_cancelation" in message
+    assert f"{path}, line 6" in message
+    assert "did you mean 'echo_cancellation'" in message
+
+
+def test_unknown_section(tmp_path: Path) -> None:
+    path = write(tmp_path, "[audoi]\nenabled = true\n")
+    with pytest.raises(ConfigError, match=r"unknown setting audoi .*line 1.*did you mean 'audio'"):
+        load_settings(path, env={})
+
+
+def test_invalid_value_names_key_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "[session]\nclient_tool_timeout = 500\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, env={})
+    message = str(info.value)
+    assert "invalid setting session.client_tool_timeout" in message
+    assert "line 2" in message
+    assert "120" in message
+
+
+def test_explicit_missing_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_settings(tmp_path / "nope.toml", env={})
+
+
+def test_url_must_be_http(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"api\.url .*http:// or https://"):
+        load_settings(env={"FISHTALK_API_URL": "ftp://x", "FISHTALK_CONFIG": str(tmp_path / "x")})
+
+
+# --- tools -------------------------------------------------------------------------------
+
+
+def test_tool_declarations(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "[tools.lookup]\n"
+        'command = ["python3", "lookup.py"]\n'
+        'approve = "always"\ntimeout = 120\ncwd = "/tmp"\nenv = ["HOME", "LANG"]\n'
+        "[tools.open_url]\nbuiltin = true\n",
+    )
+    s = load_settings(path, env={})
+    assert s.tools["lookup"] == ToolDecl(
+        command=["python3", "lookup.py"],
+        approve="always",
+        timeout=120.0,
+        cwd="/tmp",
+        env=["HOME", "LANG"],
+    )
+    assert s.tools["open_url"].builtin is True
+    assert s.tools["open_url"].approve is None  # front ends apply the per-kind default
+
+
+def test_tool_command_as_string_says_argv_list(tmp_path: Path) -> None:
+    path = write(tmp_path, '[tools.lookup]\ncommand = "python3 lookup.py | sh"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, env={})
+    message = str(info.value)
+    assert "tools.lookup.command" in message
+    assert "argv list" in message
+    assert "line 2" in message
+
+
+@pytest.mark.parametrize("name", ["_private", "1abc", "has space", "x" * 65, "dots.bad"])
+def test_invalid_tool_names(tmp_path: Path, name: str) -> None:
+    path = write(tmp_path, f'[tools."{name}"]\ncommand = ["true"]\n')
+    with pytest.raises(ConfigError, match="invalid tool name"):
+        load_settings(path, env={})
+
+
+def test_tool_timeout_capped_at_120(tmp_path: Path) -> None:
+    path = write(tmp_path, '[tools.slow]\ncommand = ["sleep", "1"]\ntimeout = 121\n')
+    with pytest.raises(ConfigError, match=r"tools\.slow\.timeout .*120"):
+        load_settings(path, env={})
+
+
+def test_tool_command_and_builtin_are_exclusive(tmp_path: Path) -> None:
+    path = write(tmp_path, '[tools.notify]\nbuiltin = true\ncommand = ["true"]\n')
+    with pytest.raises(ConfigError, match="not both"):
+        load_settings(path, env={})
+
+
+def test_tool_unknown_key_and_bad_approve(tmp_path: Path) -> None:
+    path = write(tmp_path, '[tools.t]\ncommand = ["true"]\ntimout = 3\n')
+    with pytest.raises(ConfigError, match=r"unknown setting tools\.t\.timout .*'timeout'"):
+        load_settings(path, env={})
+    path = write(tmp_path, '[tools.t]\ncommand = ["true"]\napprove = "sometimes"\n')
+    with pytest.raises(ConfigError, match=r"tools\.t\.approve"):
+        load_settings(path, env={})
+
+
+def test_tools_cannot_come_from_env() -> None:
+    with pytest.raises(ConfigError, match="only be declared in the config file"):
+        load_settings(env={"FISHTALK_TOOLS__X": "{}"})
+
+
+# --- secrecy -----------------------------------------------------------------------------
+
+
+def test_api_key_never_shown(tmp_path: Path) -> None:
+    path = write(tmp_path, f'[api]\napi_key = "{SECRET}"\n')
+    s = load_settings(path, env={})
+    assert SECRET not in repr(s)
+    assert SECRET not in str(s)
+    assert SECRET not in s.model_dump_json()
+    assert SECRET not in repr(redacted_dict(s))
+    assert redacted_dict(s)["api"]["api_key"] == "<hidden>"
+    assert s.api.api_key is not None
+    assert s.api.api_key.get_secret_value() == SECRET
+
+
+def test_api_key_not_in_error_messages(tmp_path: Path) -> None:
+    # A bad value for the key itself, and a bad value elsewhere while the key is set.
+    path = write(tmp_path, f'[api]\napi_key = ["{SECRET}"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, env={})
+    assert "api.api_key" in str(info.value)
+    assert SECRET not in str(info.value)
+    with pytest.raises(ConfigError) as info2:
+        load_settings(env={"FISH_API_KEY": SECRET, "FISHTALK_API__TIMEOUT": "soon"})
+    assert SECRET not in str(info2.value)
+    assert SECRET not in repr(info2.value)
+    assert info2.value.__cause__ is None
+
+
+# --- the example file --------------------------------------------------------------------
+
+
+def _all_fields() -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for section, field in Settings.model_fields.items():
+        model = field.annotation
+        if section == "tools":
+            model = ToolDecl
+        assert isinstance(model, type)
+        assert issubclass(model, BaseModel)
+        out.extend((section, key) for key in model.model_fields)
+    return out
+
+
+def test_example_documents_every_setting() -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    missing = [
+        f"{section}.{key}"
+        for section, key in _all_fields()
+        if not re.search(rf"^#?\s*{key}\s*=", text, flags=re.MULTILINE)
+    ]
+    assert missing == []
+    for section in Settings.model_fields:
+        assert f"[{section}" in text
+
+
+def test_example_loads_as_is_and_uncommented(tmp_path: Path) -> None:
+    load_settings(EXAMPLE, env={})
+    lines = []
+    for line in EXAMPLE.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^# ((?:[a-z_]+ = |\[tools\.).*)$", line)
+        lines.append(match.group(1) if match else line)
+    uncommented = "\n".join(lines) + "\n"
+    data = tomllib.loads(uncommented)
+    assert "api_key" in data["api"]
+    s = load_settings(write(tmp_path, uncommented), env={})
+    assert set(s.tools) == {
+        "list_todos",
+        "open_url",
+        "copy_to_clipboard",
+        "notify",
+        "get_local_context",
+    }
+    assert s.tools["list_todos"].command is not None
+
+
+def test_packaged_example_is_identical() -> None:
+    # `fishtalk config init` ships fishtalk/data/config.example.toml; keep it in sync.
+    assert PACKAGED_EXAMPLE.read_bytes() == EXAMPLE.read_bytes()
