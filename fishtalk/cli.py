@@ -23,6 +23,7 @@ from fishtalk import __version__
 from fishtalk.errors import EXIT_ERROR, EXIT_OK, FishtalkError
 
 if TYPE_CHECKING:
+    from fishtalk.api import LiveKitGrant, SessionClient
     from fishtalk.config import Settings
 
 app = typer.Typer(
@@ -143,7 +144,7 @@ def session_create(
         metadata=s.metadata,
     )
 
-    async def create() -> Any:
+    async def create() -> "LiveKitGrant":
         async with session_client(settings) as client:
             return await client.create_session(request)
 
@@ -200,7 +201,7 @@ def _require_agent(settings: "Settings") -> str:
     return settings.session.agent_id
 
 
-def session_client(settings: "Settings") -> Any:
+def session_client(settings: "Settings") -> "SessionClient":
     """A :class:`fishtalk.api.SessionClient` for the settings (key or public mode).
 
     Raises ConfigError when neither an API key nor public mode with an origin is set.
