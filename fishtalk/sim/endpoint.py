@@ -66,6 +66,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final, Literal, Protocol
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 DEFAULT_DEV_KEY: Final = "fishtalk-sim-dev-key"
@@ -187,44 +188,56 @@ class TokenMinter(Protocol):
 
 
 class JoinGate:
-    """Single-use user tokens.
+    """Single-use user tokens, enforced on the signalling routes by :meth:`middleware`.
 
-    A session's user token admits one participant. The first join with it binds the
-    token; afterwards the same token is accepted only to continue that participant (a
-    resume or a server-requested rejoin while the room still lists the identity as
-    reconnecting, which the server decides) and never after the session has ended.
-    The server asks :meth:`admit` on every fresh join (not on a resume).
+    A session's user token admits one participant at a time: a fresh join (``GET /rtc``
+    without ``reconnect=1``) is refused while that identity is still in the room (a real
+    LiveKit server would kick the older connection instead), and every join is refused
+    once the session has ended. Resumes pass untouched, and so does the SDK's full rejoin
+    after a server-forced reconnect, because the server has removed the old participant
+    by then. ``/rtc/validate`` answers with the same reason, so the SDK's error says why.
+    Tokens the endpoint never issued (the agent's, tests' own) are not gated.
     """
 
-    def __init__(self) -> None:
-        self._issued: dict[str, str] = {}
-        """token -> session_id"""
-        self._used: set[str] = set()
-        self._closed: set[str] = set()
+    def __init__(self, occupied: Callable[[str, str], bool] | None = None) -> None:
+        self._issued: dict[str, SimSession] = {}
+        self._occupied = occupied or (lambda room, identity: False)
 
-    def issue(self, token: str, session_id: str) -> None:
+    def issue(self, token: str, session: SimSession) -> None:
         """Record a freshly minted user token."""
-        self._issued[token] = session_id
+        self._issued[token] = session
 
-    def close_session(self, session_id: str) -> None:
-        """After a session ends, none of its tokens admit anyone."""
-        self._closed.add(session_id)
-
-    def admit(self, token: str, *, rejoin: bool = False) -> str | None:
-        """``None`` to admit this join, else the one-line reason to refuse it.
-
-        ``rejoin`` is true when the server itself asked this participant to rejoin.
-        Tokens the endpoint never issued (the agent's, tests' own) are not gated.
-        """
-        session_id = self._issued.get(token)
-        if session_id is None:
+    def check(self, token: str | None) -> str | None:
+        """``None`` to admit a fresh join with ``token``, else why it is refused."""
+        if token is None:
             return None
-        if session_id in self._closed:
-            return "session has ended; its token can no longer be used"
-        if token in self._used and not rejoin:
-            return "session token already used (tokens are single-use)"
-        self._used.add(token)
+        session = self._issued.get(token)
+        if session is None:
+            return None
+        if session.status == "completed":
+            return "the session has ended; its token can no longer be used"
+        if self._occupied(session.room, session.user_identity):
+            return "the session token is already in use (tokens are single-use)"
         return None
+
+    def middleware(self) -> Middleware:
+        """An aiohttp middleware applying :meth:`check` to fresh joins and validation."""
+
+        @web.middleware
+        async def gate(request: web.Request, handler: Handler) -> web.StreamResponse:
+            fresh_join = request.path == "/rtc" and request.query.get("reconnect") not in {
+                "1",
+                "true",
+            }
+            if fresh_join or request.path == "/rtc/validate":
+                header = request.headers.get("Authorization", "")
+                token = header[7:].strip() if header.lower().startswith("bearer ") else None
+                reason = self.check(token)
+                if reason is not None:
+                    return web.Response(status=401, text=reason)
+            return await handler(request)
+
+        return gate
 
 
 # --- errors ---------------------------------------------------------------------------
@@ -317,12 +330,15 @@ class SessionEndpoint:
     ``on_session`` is called (synchronously, on the loop) with every created session, so a
     spawner can start the simulated agent for it. ``max_duration_for`` may choose a
     session's ``max_duration_seconds`` per agent id (default ``max_duration_seconds``).
+    ``occupied(room, identity)`` tells the token gate whether a participant is connected
+    (pass ``lambda r, i: i in server.participants(r)``).
     """
 
     def __init__(
         self,
         server: TokenMinter,
         *,
+        occupied: Callable[[str, str], bool] | None = None,
         dev_key: str = DEFAULT_DEV_KEY,
         allowed_origins: Iterable[str] = DEFAULT_ALLOWED_ORIGINS,
         max_duration_seconds: int = 1800,
@@ -340,13 +356,14 @@ class SessionEndpoint:
         self.on_session = on_session
         self.max_duration_for = max_duration_for
         self.sessions: dict[str, SimSession] = {}
-        self.gate = JoinGate()
+        self.gate = JoinGate(occupied)
         self.requests = 0
         """How many session-creation requests arrived (tests count retries with it)."""
         self._failed_once: set[str] = set()
 
     def install(self, app: web.Application) -> None:
-        """Add the routes to ``app`` (before the app starts)."""
+        """Add the routes and the single-use token gate to ``app`` (before it starts)."""
+        app.middlewares.append(self.gate.middleware())
         app.router.add_post(SESSIONS_PATH, self._create)
         app.router.add_post(SESSIONS_PATH + "/{session_id}/end", self._end)
 
@@ -357,7 +374,6 @@ class SessionEndpoint:
             return
         session.status = "completed"
         session.end_requested.set()
-        self.gate.close_session(session_id)
 
     # -- request handling --
 
@@ -499,7 +515,7 @@ class SessionEndpoint:
             max_duration_seconds=max_duration,
         )
         self.sessions[session_id] = session
-        self.gate.issue(user_token, session_id)
+        self.gate.issue(user_token, session)
         if self.on_session is not None and body.agent_id not in RESERVED_AGENT_IDS - {
             "err-503-once",
             "err-slow",

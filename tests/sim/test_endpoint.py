@@ -16,7 +16,6 @@ from fishtalk.sim.endpoint import (
     DEFAULT_DEV_KEY,
     RESERVED_AGENT_IDS,
     SESSIONS_PATH,
-    JoinGate,
     SessionEndpoint,
     SimSession,
 )
@@ -117,15 +116,31 @@ async def test_each_session_gets_fresh_room_and_token(env: _Env) -> None:
     assert len(rooms) == 2
 
 
-async def test_token_single_use_gate() -> None:
-    gate = JoinGate()
-    gate.issue("t1", "s1")
-    assert gate.admit("t1") is None
-    assert gate.admit("t1") == "session token already used (tokens are single-use)"
-    assert gate.admit("t1", rejoin=True) is None
-    assert gate.admit("not-issued") is None
-    gate.close_session("s1")
-    assert gate.admit("t1", rejoin=True) is not None
+async def test_token_single_use_gate(env: _Env) -> None:
+    grant = (await env.create({"agent_id": "demo"})).json()
+    session = env.endpoint.sessions[grant["session_id"]]
+    connected: set[tuple[str, str]] = set()
+    env.endpoint.gate._occupied = lambda room, identity: (room, identity) in connected
+    gate = env.endpoint.gate
+    assert gate.check(grant["token"]) is None
+    connected.add((session.room, session.user_identity))
+    assert gate.check(grant["token"]) == (
+        "the session token is already in use (tokens are single-use)"
+    )
+    assert gate.check("not-issued") is None
+    assert gate.check(None) is None
+    # Over HTTP: a fresh join and /rtc/validate are refused; a resume passes the gate
+    # (and then meets no /rtc route here: 404).
+    auth = {"Authorization": f"Bearer {grant['token']}"}
+    r = await env.client.get("/rtc", params={"sdk": "python"}, headers=auth)
+    assert r.status_code == 401
+    assert "single-use" in r.text
+    assert (await env.client.get("/rtc/validate", headers=auth)).status_code == 401
+    r = await env.client.get("/rtc", params={"reconnect": "1"}, headers=auth)
+    assert r.status_code == 404
+    connected.clear()
+    env.endpoint.end_session(session.session_id)
+    assert gate.check(grant["token"]) == "the session has ended; its token can no longer be used"
 
 
 @pytest.mark.parametrize(
@@ -349,7 +364,7 @@ async def test_end_session(env: _Env) -> None:
     session = env.endpoint.sessions[sid]
     assert session.status == "completed"
     assert session.end_requested.is_set()
-    assert env.endpoint.gate.admit(grant["token"]) is not None
+    assert env.endpoint.gate.check(grant["token"]) is not None
     # Ending twice is harmless.
     assert (await env.client.post(f"{SESSIONS_PATH}/{sid}/end", headers=auth)).status_code == 204
     r = await env.client.post(f"{SESSIONS_PATH}/sess_nope/end", headers=auth)
