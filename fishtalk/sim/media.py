@@ -1,0 +1,351 @@
+"""WebRTC for the loopback server: one participant's two peer connections, via aiortc.
+
+LiveKit's two-connection mode (the one the SDK falls back to when ``/rtc/v1`` answers
+404) gives each participant:
+
+* a *subscriber* connection that the server offers; it carries the server-created data
+  channels ``_reliable`` (ordered) and ``_lossy`` (unordered, no retransmits) towards the
+  client, plus one send-only audio transceiver per subscribed remote track;
+* a *publisher* connection that the client offers on its first publish; the server
+  answers, reads the client's data channels and receives its audio tracks.
+
+aiortc does not trickle (its candidates are inside its SDP), so the client's trickled
+candidates are simply held until the matching remote description is set. aiortc has no
+public way to choose a sender's msid, which the SDK uses to find the publisher
+(``PA_<participant>|TR_<track>``), so a private sender attribute is set; it is the only
+reach into aiortc internals, kept in :func:`_set_msid`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiortc import (
+    MediaStreamTrack,
+    RTCConfiguration,
+    RTCDataChannel,
+    RTCPeerConnection,
+    RTCRtpTransceiver,
+    RTCSessionDescription,
+)
+from aiortc.contrib.media import MediaRelay
+from aiortc.sdp import candidate_from_sdp
+from livekit.protocol import rtc
+
+log = logging.getLogger(__name__)
+
+RELIABLE = "_reliable"
+"""Label of the ordered, reliable data channel (LiveKit's name)."""
+LOSSY = "_lossy"
+"""Label of the unordered, no-retransmit data channel (LiveKit's name)."""
+
+SendSignal = Callable[[rtc.SignalResponse], None]
+"""Queues a signalling message to the participant's client."""
+DataHandler = Callable[[str, bytes], None]
+"""Called with (channel label, raw DataPacket bytes) for every message the client sends."""
+TrackHandler = Callable[[str, str, MediaStreamTrack], None]
+"""Called with (mid, client track id, track) when a published track's media arrives."""
+
+
+class MediaError(Exception):
+    """A negotiation the server could not complete (bad SDP, timeout, closed connection)."""
+
+
+def stream_id(participant_sid: str, track_sid: str) -> str:
+    """The msid stream id the SDK parses to find who published a subscribed track."""
+    return f"{participant_sid}|{track_sid}"
+
+
+def _set_msid(transceiver: RTCRtpTransceiver, stream: str, track: str) -> None:
+    # aiortc 1.16 has no public API for this; the SDP writer reads these two attributes.
+    transceiver.sender._stream_id = stream
+    transceiver.sender._track_id = track
+
+
+def sending_mids(sdp: str) -> dict[str, str]:
+    """Map the mid of each m-section the client sends media on to its msid track id.
+
+    Sections without an msid or not sending (the SDK pre-creates idle transceivers) are
+    left out; a sending section without an msid maps to ``""``.
+    """
+    result: dict[str, str] = {}
+    for section in re.split(r"\r?\nm=", sdp)[1:]:
+        mid = re.search(r"^a=mid:(\S+)", section, re.M)
+        if mid is None or not re.search(r"^a=(sendonly|sendrecv)\s*$", section, re.M):
+            continue
+        msid = re.search(r"^a=msid:\S+ (\S+)", section, re.M)
+        result[mid.group(1)] = msid.group(1) if msid else ""
+    return result
+
+
+@dataclass
+class _Subscription:
+    transceiver: RTCRtpTransceiver
+    track: MediaStreamTrack
+
+
+@dataclass
+class _Negotiation:
+    """Subscriber renegotiation bookkeeping: one offer in flight at a time."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    answer: asyncio.Future[RTCSessionDescription] | None = None
+    offer_id: int = 0
+    pending: bool = False
+
+
+class ParticipantMedia:
+    """The two peer connections of one participant, plus its subscriptions.
+
+    ``send`` queues signalling messages (offers, answers) to the client; ``on_data`` gets
+    every data packet the client sends; ``on_track`` every audio track it publishes.
+    """
+
+    def __init__(
+        self,
+        identity: str,
+        *,
+        send: SendSignal,
+        on_data: DataHandler,
+        on_track: TrackHandler,
+        negotiation_timeout: float = 15.0,
+    ) -> None:
+        self.identity = identity
+        self._send = send
+        self._on_data = on_data
+        self._on_track = on_track
+        self._timeout = negotiation_timeout
+        config = RTCConfiguration(iceServers=[])
+        self.subscriber = RTCPeerConnection(config)
+        self.publisher = RTCPeerConnection(config)
+        self._channels: dict[str, RTCDataChannel] = {
+            RELIABLE: self.subscriber.createDataChannel(RELIABLE, ordered=True),
+            LOSSY: self.subscriber.createDataChannel(LOSSY, ordered=False, maxRetransmits=0),
+        }
+        self._backlog: dict[str, list[bytes]] = {RELIABLE: [], LOSSY: []}
+        for label, channel in self._channels.items():
+            channel.on("open", self._flusher(label))
+        self._pending_candidates: dict[int, list[str]] = {
+            rtc.SignalTarget.PUBLISHER: [],
+            rtc.SignalTarget.SUBSCRIBER: [],
+        }
+        self._neg = _Negotiation()
+        self._subscriptions: dict[str, _Subscription] = {}
+        self._seen_mids: set[str] = set()
+        self._publisher_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.closed = False
+        self.publisher.on("datachannel", self._on_publisher_channel)
+        self.subscriber_connected = asyncio.Event()
+        self.subscriber.on("connectionstatechange", self._on_subscriber_state)
+
+    # --- subscriber connection (server offers) ---------------------------------------
+
+    def _on_subscriber_state(self) -> None:
+        if self.subscriber.connectionState == "connected":
+            self.subscriber_connected.set()
+
+    def _flusher(self, label: str) -> Callable[[], None]:
+        def flush() -> None:
+            channel = self._channels[label]
+            backlog, self._backlog[label] = self._backlog[label], []
+            for payload in backlog:
+                channel.send(payload)
+
+        return flush
+
+    def renegotiate(self) -> None:
+        """Schedule a fresh subscriber offer (coalesced with one already in flight)."""
+        if self.closed:
+            return
+        self._neg.pending = True
+        if not self._neg.lock.locked():
+            self._spawn(self._negotiate_loop())
+
+    async def _negotiate_loop(self) -> None:
+        async with self._neg.lock:
+            while self._neg.pending and not self.closed:
+                self._neg.pending = False
+                try:
+                    await self._negotiate_once()
+                except (MediaError, TimeoutError) as exc:
+                    log.warning("subscriber negotiation for %s failed: %s", self.identity, exc)
+                    return
+
+    async def _negotiate_once(self) -> None:
+        offer = await self.subscriber.createOffer()
+        await self.subscriber.setLocalDescription(offer)
+        local = self.subscriber.localDescription
+        self._neg.offer_id += 1
+        loop = asyncio.get_running_loop()
+        self._neg.answer = loop.create_future()
+        self._send(
+            rtc.SignalResponse(
+                offer=rtc.SessionDescription(type="offer", sdp=local.sdp, id=self._neg.offer_id)
+            )
+        )
+        try:
+            answer = await asyncio.wait_for(self._neg.answer, self._timeout)
+        except TimeoutError:
+            raise MediaError("the client did not answer the subscriber offer") from None
+        finally:
+            self._neg.answer = None
+        await self.subscriber.setRemoteDescription(answer)
+        await self._flush_candidates(rtc.SignalTarget.SUBSCRIBER)
+
+    def handle_answer(self, description: rtc.SessionDescription) -> None:
+        """The client answered our subscriber offer."""
+        future = self._neg.answer
+        if future is None or future.done():
+            log.debug("ignoring an unexpected subscriber answer from %s", self.identity)
+            return
+        future.set_result(RTCSessionDescription(sdp=description.sdp, type="answer"))
+
+    def send_data(self, label: str, payload: bytes) -> None:
+        """Send raw DataPacket bytes to the client on the channel ``label``."""
+        channel = self._channels.get(label)
+        if channel is None or self.closed:
+            return
+        if channel.readyState == "open":
+            channel.send(payload)
+        elif channel.readyState == "connecting" and label == RELIABLE:
+            self._backlog[label].append(payload)
+
+    def subscribe(self, key: str, track: MediaStreamTrack, stream: str, track_sid: str) -> None:
+        """Start sending ``track`` to the client, announced as ``stream`` / ``track_sid``.
+
+        A new transceiver each time: reusing an inactive one raises no new track event
+        in the SDK after a reconnect.
+        """
+        if self.closed or key in self._subscriptions:
+            return
+        transceiver = self.subscriber.addTransceiver(track, direction="sendonly")
+        _set_msid(transceiver, stream, track_sid)
+        self._subscriptions[key] = _Subscription(transceiver, track)
+        self.renegotiate()
+
+    def unsubscribe(self, key: str) -> None:
+        """Stop sending the track subscribed under ``key`` (its transceiver goes inactive)."""
+        sub = self._subscriptions.pop(key, None)
+        if sub is None or self.closed:
+            return
+        sub.track.stop()
+        sub.transceiver.sender.replaceTrack(None)
+        sub.transceiver.direction = "inactive"
+        self.renegotiate()
+
+    # --- publisher connection (client offers) ----------------------------------------
+
+    async def handle_offer(self, description: rtc.SessionDescription) -> None:
+        """Answer the client's publisher offer and report any newly arrived tracks."""
+        async with self._publisher_lock:
+            if self.closed:
+                return
+            sending = sending_mids(description.sdp)
+            sending.update(
+                {m: t for m, t in description.mid_to_track_id.items() if m in sending and t}
+            )
+            await self.publisher.setRemoteDescription(
+                RTCSessionDescription(sdp=description.sdp, type="offer")
+            )
+            await self._flush_candidates(rtc.SignalTarget.PUBLISHER)
+            answer = await self.publisher.createAnswer()
+            await self.publisher.setLocalDescription(answer)
+            self._send(
+                rtc.SignalResponse(
+                    answer=rtc.SessionDescription(
+                        type="answer", sdp=self.publisher.localDescription.sdp, id=description.id
+                    )
+                )
+            )
+            for transceiver in self.publisher.getTransceivers():
+                mid = transceiver.mid
+                if mid is None or mid in self._seen_mids or transceiver.kind != "audio":
+                    continue
+                if mid not in sending:
+                    continue
+                self._seen_mids.add(mid)
+                self._on_track(mid, sending[mid], transceiver.receiver.track)
+
+    def _on_publisher_channel(self, channel: RTCDataChannel) -> None:
+        label: str = channel.label
+
+        def on_message(message: Any) -> None:
+            if isinstance(message, bytes):
+                self._on_data(label, message)
+
+        channel.on("message", on_message)
+
+    # --- ICE -------------------------------------------------------------------------
+
+    async def add_candidate(self, target: int, candidate_init: str) -> None:
+        """Take a trickled client candidate (held until the remote description is set)."""
+        self._pending_candidates.setdefault(target, []).append(candidate_init)
+        pc = self.publisher if target == rtc.SignalTarget.PUBLISHER else self.subscriber
+        if pc.remoteDescription is not None:
+            await self._flush_candidates(target)
+
+    async def _flush_candidates(self, target: int) -> None:
+        pc = self.publisher if target == rtc.SignalTarget.PUBLISHER else self.subscriber
+        pending, self._pending_candidates[target] = self._pending_candidates.get(target, []), []
+        for raw in pending:
+            try:
+                init = json.loads(raw)
+                text = str(init.get("candidate", ""))
+                if not text:
+                    continue
+                candidate = candidate_from_sdp(text.split(":", 1)[1] if ":" in text else text)
+                candidate.sdpMid = init.get("sdpMid")
+                candidate.sdpMLineIndex = init.get("sdpMLineIndex")
+                await pc.addIceCandidate(candidate)
+            except (ValueError, KeyError, IndexError, AttributeError) as exc:
+                log.debug("ignoring a bad candidate from %s: %s", self.identity, exc)
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        """Close both peer connections and stop every subscription."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._neg.answer is not None and not self._neg.answer.done():
+            self._neg.answer.cancel()
+        for sub in self._subscriptions.values():
+            sub.track.stop()
+        self._subscriptions.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.subscriber.close()
+        await self.publisher.close()
+
+
+class TrackRelay:
+    """Fans one published track out to any number of subscribers (one proxy each)."""
+
+    def __init__(self, source: MediaStreamTrack) -> None:
+        self.source = source
+        self._relay = MediaRelay()
+
+    def proxy(self) -> MediaStreamTrack:
+        """A new track that yields the source's frames (decoded and re-encoded by aiortc)."""
+        track: MediaStreamTrack = self._relay.subscribe(self.source, buffered=False)
+        return track
+
+    def stop(self) -> None:
+        """Stop the source track (every proxy ends with it)."""
+        self.source.stop()

@@ -1,0 +1,556 @@
+"""The loopback LiveKit-protocol server that real ``livekit.rtc.Room`` clients join.
+
+:class:`SimServer` is an aiohttp application (signalling in :mod:`fishtalk.sim.signalling`,
+room state in :mod:`fishtalk.sim.rooms`, WebRTC in :mod:`fishtalk.sim.media`) plus the
+tools tests need: token minting with ``livekit-api``, observation of who is in a room,
+and fault injection (dropped signalling socket, server-forced reconnect, closed room).
+
+Typical use::
+
+    server = SimServer()
+    server.app.router.add_post("/v1/agent/sessions", ...)  # extra routes before start()
+    await server.start()
+    token = server.mint_token("room-1", "user-1234abcd")
+    await room.connect(server.ws_url, token)
+    ...
+    await server.stop()
+
+WebRTC needs a non-loopback interface: run clients and server inside
+``python -m fishtalk.sim.netns``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from types import TracebackType
+from typing import Any, Literal
+
+from aiohttp import web
+from aiortc import MediaStreamTrack
+from livekit.api import AccessToken, VideoGrants
+from livekit.protocol import models, rtc
+
+from fishtalk.sim.media import LOSSY, RELIABLE, ParticipantMedia, TrackRelay, stream_id
+from fishtalk.sim.rooms import Participant, Room, RoomError, RoomRegistry
+from fishtalk.sim.signalling import (
+    ClientParams,
+    JoinGrant,
+    ParticipantSession,
+    TokenChecker,
+    join_response,
+    make_handlers,
+)
+
+log = logging.getLogger(__name__)
+
+ParticipantKindName = Literal["standard", "agent"]
+
+
+@dataclass
+class _PublishedTrack:
+    room: str
+    publisher: str
+    publisher_sid: str
+    track_sid: str
+    relay: TrackRelay
+
+
+class SimServer:
+    """A small, faithful LiveKit server for tests and ``fishtalk demo``.
+
+    Bound to ``host`` (127.0.0.1 by default) on ``port`` (0 picks a free one). Tokens must
+    be signed with ``api_key`` / ``api_secret``; :meth:`mint_token` does that.
+    ``ping_interval`` / ``ping_timeout`` (seconds) go to clients in JoinResponse; a
+    participant whose socket dropped is kept ``resume_window`` seconds for a resume.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        api_key: str = "devkey",
+        api_secret: str | None = None,
+        ping_interval: int = 5,
+        ping_timeout: int = 15,
+        resume_window: float = 15.0,
+    ) -> None:
+        if ping_interval <= 0 or ping_timeout <= 0:
+            raise ValueError("ping_interval and ping_timeout must be positive (0 crashes the SDK)")
+        self.host = host
+        self._requested_port = port
+        self.api_key = api_key
+        self.api_secret = api_secret or secrets.token_urlsafe(32)
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.resume_window = resume_window
+        self.rooms = RoomRegistry()
+        self._tokens = TokenChecker(self.api_key, self.api_secret)
+        self._sessions: dict[tuple[str, str], ParticipantSession] = {}
+        self._published: dict[tuple[str, str], _PublishedTrack] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._changed = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+        self.app = web.Application()
+        self.app.add_routes(
+            make_handlers(self, ping_interval=ping_interval, ping_timeout=ping_timeout)
+        )
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start listening; :attr:`url` is valid afterwards."""
+        if self._runner is not None:
+            return
+        runner = web.AppRunner(self.app, handle_signals=False, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self._requested_port)
+        await site.start()
+        self._runner = runner
+        addresses = runner.addresses
+        self._port = int(addresses[0][1]) if addresses else self._requested_port
+
+    async def stop(self) -> None:
+        """Disconnect everyone (Leave: server shutdown) and stop listening."""
+        for session in list(self._sessions.values()):
+            await self._remove(
+                session,
+                models.DisconnectReason.SERVER_SHUTDOWN,
+                leave=rtc.LeaveRequest(
+                    action=rtc.LeaveRequest.Action.DISCONNECT,
+                    reason=models.DisconnectReason.SERVER_SHUTDOWN,
+                ),
+            )
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> SimServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    @property
+    def port(self) -> int:
+        """The bound port (after :meth:`start`)."""
+        if self._port is None:
+            raise RuntimeError("SimServer is not started")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT`` (after :meth:`start`)."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        """``ws://HOST:PORT``: the LiveKit URL clients connect to."""
+        return f"ws://{self.host}:{self.port}"
+
+    # --- tokens --------------------------------------------------------------------------
+
+    def mint_token(
+        self,
+        room: str,
+        identity: str,
+        *,
+        name: str | None = None,
+        kind: ParticipantKindName = "standard",
+        ttl: timedelta = timedelta(minutes=10),
+        metadata: str | None = None,
+        attributes: Mapping[str, str] | None = None,
+    ) -> str:
+        """A JWT letting ``identity`` join ``room`` (a negative ``ttl`` mints an expired one)."""
+        token = (
+            AccessToken(self.api_key, self.api_secret)
+            .with_identity(identity)
+            .with_kind(kind)
+            .with_ttl(ttl)
+            .with_grants(
+                VideoGrants(
+                    room_join=True,
+                    room=room,
+                    can_publish=True,
+                    can_subscribe=True,
+                    can_publish_data=True,
+                    can_update_own_metadata=True,
+                    agent=kind == "agent",
+                )
+            )
+        )
+        if name is not None:
+            token = token.with_name(name)
+        if metadata is not None:
+            token = token.with_metadata(metadata)
+        if attributes:
+            token = token.with_attributes(dict(attributes))
+        return token.to_jwt()
+
+    # --- observation ---------------------------------------------------------------------
+
+    def participants(self, room: str) -> list[str]:
+        """Identities currently in ``room``, in join order."""
+        found = self.rooms.get(room)
+        return list(found.participants) if found is not None else []
+
+    def participant(self, room: str, identity: str) -> Participant | None:
+        """The server's record of a participant (attributes, tracks, sid), if present."""
+        found = self.rooms.get(room)
+        return found.participants.get(identity) if found is not None else None
+
+    async def wait_for_participants(
+        self, room: str, identities: set[str] | frozenset[str], *, within: float = 10.0
+    ) -> None:
+        """Wait until exactly ``identities`` are in ``room``; TimeoutError after ``within`` s."""
+
+        async def until() -> None:
+            while set(self.participants(room)) != set(identities):
+                self._changed.clear()
+                await self._changed.wait()
+
+        await asyncio.wait_for(until(), within)
+
+    # --- fault injection -----------------------------------------------------------------
+
+    def _session(self, room: str, identity: str) -> ParticipantSession:
+        session = self._sessions.get((room, identity))
+        if session is None:
+            raise LookupError(f"no participant {identity!r} in room {room!r}")
+        return session
+
+    async def drop_signalling(self, room: str, identity: str) -> None:
+        """Close a participant's signalling socket; the SDK resumes on its own."""
+        session = self._session(room, identity)
+        if session.ws is not None:
+            await session.ws.close()
+
+    async def force_reconnect(self, room: str, identity: str) -> None:
+        """Send Leave{action=RECONNECT}: the SDK drops everything and rejoins in full."""
+        session = self._session(room, identity)
+        await self._remove(
+            session,
+            models.DisconnectReason.SIGNAL_CLOSE,
+            leave=rtc.LeaveRequest(
+                can_reconnect=True,
+                action=rtc.LeaveRequest.Action.RECONNECT,
+                reason=models.DisconnectReason.SIGNAL_CLOSE,
+            ),
+        )
+
+    async def close_room(self, room: str) -> None:
+        """Disconnect everyone in ``room`` (reason ROOM_DELETED) and refuse later joins."""
+        for session in [s for s in self._sessions.values() if s.room == room]:
+            await self._remove(
+                session,
+                models.DisconnectReason.ROOM_DELETED,
+                leave=rtc.LeaveRequest(
+                    action=rtc.LeaveRequest.Action.DISCONNECT,
+                    reason=models.DisconnectReason.ROOM_DELETED,
+                ),
+                tell_others=False,
+            )
+        self.rooms.close(room)
+        self._notify()
+
+    # --- Hub (called by the signalling layer) --------------------------------------------
+
+    def authorize(self, token: str | None) -> JoinGrant:
+        """Check a token against the keys and closed rooms; raises JoinDenied."""
+        return self._tokens.check(token, self.rooms.closed)
+
+    async def join(self, session: ParticipantSession, params: ClientParams) -> None:
+        """Admit a fresh participant: JoinResponse, subscriber offer, presence broadcast."""
+        grant = session.grant
+        previous = self._sessions.get((grant.room, grant.identity))
+        if previous is not None:
+            await self._remove(
+                previous,
+                models.DisconnectReason.DUPLICATE_IDENTITY,
+                leave=rtc.LeaveRequest(
+                    action=rtc.LeaveRequest.Action.DISCONNECT,
+                    reason=models.DisconnectReason.DUPLICATE_IDENTITY,
+                ),
+            )
+        room = self.rooms.get_or_create(grant.room)
+        me = room.join(
+            grant.identity,
+            name=grant.name,
+            kind=grant.kind,
+            metadata=grant.metadata,
+            attributes=grant.attributes,
+            client_protocol=params.client_protocol,
+            capabilities=params.capabilities,
+        )
+        session.participant_sid = me.sid
+        self._sessions[(grant.room, grant.identity)] = session
+        session.send(
+            join_response(session, room.info(), me.info(), room.snapshot(exclude=me.identity))
+        )
+        media = ParticipantMedia(
+            grant.identity,
+            send=session.send,
+            on_data=lambda label, data: self._forward(session, label, data),
+            on_track=lambda mid, cid, track: self._track_arrived(session, mid, cid, track),
+        )
+        session.media = media
+        media.renegotiate()
+        self._broadcast(room, [me.info()], exclude=me.identity)
+        self._spawn(self._subscribe_existing(session, media))
+        self._notify()
+
+    async def resume(self, grant: JoinGrant, params: ClientParams) -> ParticipantSession | None:
+        """The live session a resuming client may take back (same room, identity and sid)."""
+        session = self._sessions.get((grant.room, grant.identity))
+        if session is None or session.closed or session.participant_sid != params.sid:
+            return None
+        return session
+
+    async def leave(self, session: ParticipantSession, reason: models.DisconnectReason) -> None:
+        """The client said Leave: remove it and tell the others."""
+        await self._remove(session, reason, leave=None)
+
+    def socket_lost(self, session: ParticipantSession) -> None:
+        """Keep the participant ``resume_window`` seconds for the SDK to resume."""
+        if session.closed or self._sessions.get((session.room, session.identity)) is not session:
+            return
+        loop = asyncio.get_running_loop()
+
+        def expire() -> None:
+            if session.ws is None and not session.closed:
+                self._spawn(self._remove(session, models.DisconnectReason.SIGNAL_CLOSE, leave=None))
+
+        session.expiry = loop.call_later(self.resume_window, expire)
+
+    def update_metadata(
+        self, session: ParticipantSession, request: rtc.UpdateParticipantMetadata
+    ) -> None:
+        """Merge attributes (sticky), broadcast to everyone, answer the request id."""
+        room = self.rooms.get(session.room)
+        reason = rtc.RequestResponse.Reason.OK
+        message = ""
+        if room is None:
+            reason, message = rtc.RequestResponse.Reason.NOT_FOUND, "room is gone"
+        else:
+            try:
+                me = room.update_metadata(
+                    session.identity,
+                    attributes=dict(request.attributes),
+                    metadata=request.metadata or None,
+                    name=request.name or None,
+                )
+            except RoomError as exc:
+                reason, message = rtc.RequestResponse.Reason.NOT_FOUND, str(exc)
+            else:
+                self._broadcast(room, [me.info()])
+        session.send(
+            rtc.SignalResponse(
+                request_response=rtc.RequestResponse(
+                    request_id=request.request_id, reason=reason, message=message
+                )
+            )
+        )
+
+    def add_track(self, session: ParticipantSession, request: rtc.AddTrackRequest) -> None:
+        """Register an announced track and reply TrackPublishedResponse with its sid."""
+        room = self.rooms.get(session.room)
+        if room is None:
+            return
+        try:
+            track = room.add_track(
+                session.identity,
+                cid=request.cid,
+                name=request.name,
+                kind=request.type,
+                source=request.source,
+                muted=request.muted,
+                stereo=request.stereo,
+            )
+        except RoomError as exc:
+            log.debug("add_track refused: %s", exc)
+            return
+        session.send(
+            rtc.SignalResponse(
+                track_published=rtc.TrackPublishedResponse(cid=request.cid, track=track.info())
+            )
+        )
+
+    def mute(self, session: ParticipantSession, request: rtc.MuteTrackRequest) -> None:
+        """Record a mute change and broadcast it."""
+        room = self.rooms.get(session.room)
+        if room is None:
+            return
+        try:
+            me = room.set_muted(session.identity, request.sid, request.muted)
+        except RoomError as exc:
+            log.debug("mute refused: %s", exc)
+            return
+        self._broadcast(room, [me.info()])
+
+    def snapshot(self, session: ParticipantSession) -> list[models.ParticipantInfo]:
+        """Everyone in the session's room (for a resume's ParticipantUpdate)."""
+        room = self.rooms.get(session.room)
+        return room.snapshot() if room is not None else []
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _notify(self) -> None:
+        self._changed.set()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _sessions_in(self, room: str) -> list[ParticipantSession]:
+        return [s for s in self._sessions.values() if s.room == room]
+
+    def _broadcast(
+        self, room: Room, infos: list[models.ParticipantInfo], *, exclude: str | None = None
+    ) -> None:
+        message = rtc.SignalResponse(update=rtc.ParticipantUpdate(participants=infos))
+        for session in self._sessions_in(room.name):
+            if session.identity != exclude:
+                session.send(message)
+
+    async def _remove(
+        self,
+        session: ParticipantSession,
+        reason: models.DisconnectReason,
+        *,
+        leave: rtc.LeaveRequest | None,
+        tell_others: bool = True,
+    ) -> None:
+        key = (session.room, session.identity)
+        if self._sessions.get(key) is session:
+            del self._sessions[key]
+        room = self.rooms.get(session.room)
+        if room is not None and room.participants.get(session.identity) is not None:
+            if room.participants[session.identity].sid == session.participant_sid:
+                gone = room.leave(session.identity, reason)
+                if gone is not None:
+                    for track_sid in list(gone.tracks):
+                        self._unpublish(session.room, track_sid)
+                    if tell_others:
+                        self._broadcast(room, [gone.info()])
+            self.rooms.discard_if_empty(session.room)
+        await session.close_with(leave)
+        if session.media is not None:
+            await session.media.close()
+        self._notify()
+
+    def _unpublish(self, room: str, track_sid: str) -> None:
+        published = self._published.pop((room, track_sid), None)
+        if published is None:
+            return
+        for other in self._sessions_in(room):
+            if other.media is not None:
+                other.media.unsubscribe(track_sid)
+        published.relay.stop()
+
+    def _forward(self, session: ParticipantSession, label: str, data: bytes) -> None:
+        if label not in (RELIABLE, LOSSY):
+            return
+        room = self.rooms.get(session.room)
+        sender = room.participants.get(session.identity) if room is not None else None
+        if room is None or sender is None or sender.sid != session.participant_sid:
+            return
+        packet = models.DataPacket()
+        try:
+            packet.ParseFromString(data)
+        except Exception:  # protobuf raises DecodeError; garbage is dropped like LiveKit does
+            log.debug("dropping an undecodable data packet from %s", sender.identity)
+            return
+        # Agents may speak for another participant (an agent publishes the user's
+        # transcript under the user's identity); everyone else is stamped as themselves.
+        claimed = packet.participant_identity
+        identity = claimed if sender.is_agent and claimed in room.participants else sender.identity
+        packet.participant_identity = identity
+        packet.participant_sid = sender.sid
+        if packet.HasField("user"):
+            packet.user.participant_identity = identity
+            packet.user.participant_sid = sender.sid
+        targets = set(packet.destination_identities)
+        if packet.HasField("user"):
+            targets.update(packet.user.destination_identities)
+        payload = packet.SerializeToString()
+        for other in self._sessions_in(room.name):
+            if other.identity == sender.identity or other.media is None:
+                continue
+            if targets and other.identity not in targets:
+                continue
+            other.media.send_data(label, payload)
+
+    def _track_arrived(
+        self, session: ParticipantSession, mid: str, cid: str, track: MediaStreamTrack
+    ) -> None:
+        room = self.rooms.get(session.room)
+        if room is None:
+            return
+        me = room.participants.get(session.identity)
+        if me is None or me.sid != session.participant_sid:
+            return
+        announced = me.track_by_cid(cid) if cid else None
+        if announced is None:
+            # Fall back to the only announced audio track still waiting for its media.
+            waiting = [
+                t
+                for t in me.tracks.values()
+                if not t.published and t.kind == models.TrackType.AUDIO
+            ]
+            if len(waiting) != 1:
+                log.warning("%s sent media for an unannounced track (mid %s)", me.identity, mid)
+                return
+            announced = waiting[0]
+        room.publish_track(me.identity, announced.sid, mid=mid)
+        published = _PublishedTrack(
+            room=room.name,
+            publisher=me.identity,
+            publisher_sid=me.sid,
+            track_sid=announced.sid,
+            relay=TrackRelay(track),
+        )
+        self._published[(room.name, announced.sid)] = published
+        self._broadcast(room, [me.info()])
+        for other in self._sessions_in(room.name):
+            if other.identity != me.identity and other.media is not None:
+                self._spawn(self._subscribe_when_ready(other.media, published))
+
+    async def _subscribe_when_ready(
+        self, media: ParticipantMedia, published: _PublishedTrack
+    ) -> None:
+        await media.subscriber_connected.wait()
+        if (published.room, published.track_sid) not in self._published:
+            return
+        media.subscribe(
+            published.track_sid,
+            published.relay.proxy(),
+            stream_id(published.publisher_sid, published.track_sid),
+            published.track_sid,
+        )
+
+    async def _subscribe_existing(
+        self, session: ParticipantSession, media: ParticipantMedia
+    ) -> None:
+        await media.subscriber_connected.wait()
+        for published in list(self._published.values()):
+            if published.room == session.room and published.publisher != session.identity:
+                await self._subscribe_when_ready(media, published)
