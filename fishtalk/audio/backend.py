@@ -1,0 +1,817 @@
+"""The sounddevice backend: microphone and speaker with WebRTC voice processing.
+
+Threads: PortAudio calls ``_Capture._callback`` and ``_Playback._callback`` on its own
+threads. They only copy numpy blocks into bounded deques (appends are atomic under the
+GIL, and a full deque drops its oldest block, which is counted) and wake the event loop
+with at most one pending ``call_soon_threadsafe``. Everything else (resampling, the
+AudioProcessingModule, levels, notices, failure handling) runs on the event loop, so the
+APM sees capture and render frames in one order on one thread.
+
+Echo cancellation: every block the speaker callback actually renders (agent audio or
+silence) goes back to the loop and into ``process_reverse_stream``; mic frames go through
+``process_stream``. Flushing playback clears the queue and tells the callback to drop its
+partial frame, so queued agent audio stops within one device block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fishtalk.audio.base import (
+    CHANNELS,
+    SAMPLE_RATE,
+    SAMPLES_PER_FRAME,
+    AudioBackend,
+    AudioLevels,
+    NoticeCallback,
+    NullAudio,
+)
+from fishtalk.audio.devices import (
+    AudioDeviceError,
+    AudioUnavailable,
+    DeviceKind,
+    StreamFormat,
+    import_sounddevice,
+    list_devices,
+    probe_format,
+    resolve_device,
+    stream_closed,
+    stream_opened,
+)
+
+if TYPE_CHECKING:
+    from livekit import rtc
+
+    from fishtalk.config import AudioSettings
+
+Int16Array = npt.NDArray[np.int16]
+_log = logging.getLogger(__name__)
+
+_BLOCK_MS = 10
+_CAPTURE_RING_BLOCKS = 50  # 0.5 s of mic audio waiting for a busy loop
+_RENDER_RING_BLOCKS = 50
+_MIC_QUEUE_FRAMES = 50  # processed frames nobody has read yet
+_PLAYBACK_QUEUE_SECONDS = 20.0  # agent audio may arrive ahead of real time
+_LEVEL_WINDOW = 5  # frames (50 ms) per level reading
+_LEVEL_STALE_S = 0.25
+_WATCHDOG_PERIOD_S = 0.5
+_MAX_REOPENS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class AudioStats:
+    """Counters for the debug view and the benchmarks."""
+
+    mic_blocks: int
+    mic_dropped_blocks: int
+    mic_dropped_frames: int
+    playback_frames: int
+    playback_dropped_frames: int
+    playback_underruns: int
+    render_dropped_blocks: int
+    handoff_latency_mean_ms: float
+    handoff_latency_max_ms: float
+    input_format: StreamFormat | None
+    output_format: StreamFormat | None
+
+
+class _Levels:
+    """Sliding RMS/peak over the last few frames; fed on the loop, read at ~20 Hz."""
+
+    def __init__(self) -> None:
+        self._window: deque[tuple[float, float]] = deque(maxlen=_LEVEL_WINDOW)
+        self._updated = 0.0
+
+    def feed(self, samples: Int16Array) -> None:
+        if samples.size == 0:
+            return
+        as_float = samples.astype(np.float32)
+        mean_square = float(np.dot(as_float, as_float)) / samples.size
+        peak = float(np.max(np.abs(as_float)))
+        self._window.append((mean_square, peak))
+        self._updated = time.monotonic()
+
+    def clear(self) -> None:
+        self._window.clear()
+
+    def read(self) -> tuple[float, float]:
+        if not self._window or time.monotonic() - self._updated > _LEVEL_STALE_S:
+            return 0.0, 0.0
+        mean_square = sum(m for m, _ in self._window) / len(self._window)
+        peak = max(p for _, p in self._window)
+        return min(1.0, math.sqrt(mean_square) / 32768.0), min(1.0, peak / 32768.0)
+
+
+class _Rechunker:
+    """Turns arbitrary-length int16 blocks (at any rate) into 10 ms 48 kHz chunks."""
+
+    def __init__(self, rate: int) -> None:
+        self._resampler: rtc.AudioResampler | None = None
+        if rate != SAMPLE_RATE:
+            from livekit import rtc
+
+            self._resampler = rtc.AudioResampler(rate, SAMPLE_RATE, num_channels=CHANNELS)
+        self._pending: list[Int16Array] = []
+        self._pending_len = 0
+
+    def push(self, block: Int16Array) -> list[Int16Array]:
+        if self._resampler is not None:
+            frames = self._resampler.push(bytearray(block.tobytes()))
+            if not frames:
+                return []
+            block = np.concatenate([np.frombuffer(f.data, dtype=np.int16) for f in frames]).astype(
+                np.int16, copy=False
+            )
+        if not self._pending and block.size == SAMPLES_PER_FRAME:
+            return [block]  # the usual 48 kHz, 10 ms-block case: no copying
+        self._pending.append(block)
+        self._pending_len += block.size
+        if self._pending_len < SAMPLES_PER_FRAME:
+            return []
+        joined = np.concatenate(self._pending)
+        whole = joined.size // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME
+        chunks = list(joined[:whole].reshape(-1, SAMPLES_PER_FRAME))
+        rest = joined[whole:]
+        self._pending = [rest] if rest.size else []
+        self._pending_len = int(rest.size)
+        return chunks
+
+
+def _close_stream(stream: Any) -> None:
+    try:
+        stream.abort()
+        stream.close()
+    except Exception as exc:  # a failed device may refuse to close cleanly; it is gone anyway
+        _log.debug("closing a failed stream: %s", exc)
+    finally:
+        stream_closed()
+
+
+def _block_size(rate: int) -> int:
+    return max(1, rate * _BLOCK_MS // 1000)
+
+
+class _Capture:
+    """The microphone stream: PortAudio thread side."""
+
+    def __init__(
+        self,
+        sd: Any,
+        device: int | None,
+        fmt: StreamFormat,
+        wake: Callable[[], None],
+        failed: Callable[[], None],
+    ) -> None:
+        self.device = device
+        self.format = fmt
+        self.ring: deque[Int16Array] = deque(maxlen=_CAPTURE_RING_BLOCKS)
+        self.dropped = 0
+        self.blocks = 0
+        now = time.monotonic()
+        self.last_callback = now
+        self.last_nonzero = now
+        self.closing = False
+        self._wake = wake
+        self._failed = failed
+        self.stream: Any = sd.InputStream(
+            device=device,
+            samplerate=fmt.samplerate,
+            channels=fmt.channels,
+            dtype="int16",
+            blocksize=_block_size(fmt.samplerate),
+            latency="low",
+            callback=self._callback,
+            finished_callback=self._finished,
+        )
+        stream_opened()
+
+    def _callback(self, indata: Any, frames: int, time_info: Any, status: Any) -> None:
+        del frames, time_info, status
+        now = time.monotonic()
+        self.last_callback = now
+        if indata.any():
+            self.last_nonzero = now
+        if indata.shape[1] == 1:
+            block = indata[:, 0].copy()
+        else:
+            block = indata.mean(axis=1).astype(np.int16)
+        if len(self.ring) == _CAPTURE_RING_BLOCKS:
+            self.dropped += 1
+        self.ring.append(block)
+        self.blocks += 1
+        self._wake()
+
+    def _finished(self) -> None:
+        if not self.closing:
+            self._failed()
+
+    def close(self) -> None:
+        self.closing = True
+        _close_stream(self.stream)
+
+
+class _Playback:
+    """The speaker stream: PortAudio thread side plus the bounded agent-audio queue."""
+
+    def __init__(
+        self,
+        sd: Any,
+        device: int | None,
+        fmt: StreamFormat,
+        wake: Callable[[], None],
+        failed: Callable[[], None],
+    ) -> None:
+        self.device = device
+        self.format = fmt
+        block = _block_size(fmt.samplerate)
+        max_frames = int(_PLAYBACK_QUEUE_SECONDS * 1000 / _BLOCK_MS)
+        # (samples at the device rate, monotonic time play() queued them)
+        self.queue: deque[tuple[Int16Array, float]] = deque(maxlen=max_frames)
+        self.dropped = 0
+        self.rendered: deque[Int16Array | int] = deque(maxlen=_RENDER_RING_BLOCKS)
+        self.render_dropped = 0
+        self.underruns = 0
+        self.flush_generation = 0
+        self._seen_generation = 0
+        self._rest: Int16Array | None = None
+        self.latency_sum = 0.0
+        self.latency_max = 0.0
+        self.latency_count = 0
+        self.last_callback = time.monotonic()
+        self.closing = False
+        self._wake = wake
+        self._failed = failed
+        self.stream: Any = sd.OutputStream(
+            device=device,
+            samplerate=fmt.samplerate,
+            channels=fmt.channels,
+            dtype="int16",
+            blocksize=block,
+            latency="low",
+            callback=self._callback,
+            finished_callback=self._finished,
+        )
+        stream_opened()
+
+    def enqueue(self, samples: Int16Array) -> None:
+        if len(self.queue) == self.queue.maxlen:
+            self.dropped += 1
+        self.queue.append((samples, time.monotonic()))
+
+    def _callback(self, outdata: Any, frames: int, time_info: Any, status: Any) -> None:
+        del time_info, status
+        now = time.monotonic()
+        self.last_callback = now
+        if self._seen_generation != self.flush_generation:
+            self._seen_generation = self.flush_generation
+            self._rest = None
+        out = outdata[:, 0]
+        filled = 0
+        rest = self._rest
+        while filled < frames:
+            if rest is None:
+                try:
+                    rest, queued_at = self.queue.popleft()
+                except IndexError:
+                    break
+                waited = now - queued_at
+                self.latency_sum += waited
+                self.latency_count += 1
+                self.latency_max = max(self.latency_max, waited)
+            take = min(frames - filled, rest.size)
+            out[filled : filled + take] = rest[:take]
+            filled += take
+            rest = rest[take:] if take < rest.size else None
+        self._rest = rest
+        if filled < frames:
+            out[filled:] = 0
+            if filled:
+                self.underruns += 1
+        if outdata.shape[1] > 1:
+            outdata[:, 1:] = outdata[:, :1]
+        if len(self.rendered) == _RENDER_RING_BLOCKS:
+            self.render_dropped += 1
+        # Silence travels as a sample count: no copy for the common idle case.
+        self.rendered.append(out.copy() if filled else frames)
+        self._wake()
+
+    def _finished(self) -> None:
+        if not self.closing:
+            self._failed()
+
+    def flush(self) -> None:
+        self.queue.clear()
+        self.flush_generation += 1
+
+    def close(self) -> None:
+        self.closing = True
+        _close_stream(self.stream)
+
+
+def _stream_label(sd: Any, stream: _Capture | _Playback | None, kind: DeviceKind) -> str:
+    if stream is None:
+        return "none"
+    name = _device_label(sd, stream.device, kind)
+    rate = stream.format.samplerate
+    return name if rate == SAMPLE_RATE else f"{name} ({rate} Hz, resampled)"
+
+
+def _device_label(sd: Any, device: int | None, kind: DeviceKind) -> str:
+    try:
+        info: Any = sd.query_devices(device, kind)
+        name = str(info["name"])
+    except Exception:
+        name = "?"
+    return "default" if device is None and name in ("default", "?") else name
+
+
+class SoundDeviceAudio:
+    """Microphone and speaker through PortAudio, with livekit's AudioProcessingModule.
+
+    Build it with :func:`fishtalk.audio.open_backend`. ``has_input`` and ``description``
+    are meaningful after :meth:`start`. ``mic_frames`` has a single consumer.
+    """
+
+    def __init__(
+        self,
+        *,
+        input_device: int | None,
+        output_device: int | None,
+        use_input: bool = True,
+        use_output: bool = True,
+        echo_cancellation: bool = True,
+        noise_suppression: bool = True,
+        high_pass_filter: bool = True,
+        auto_gain: bool = True,
+        notice: NoticeCallback | None = None,
+        watchdog_seconds: float = 3.0,
+        preferred_rate: int = SAMPLE_RATE,
+    ) -> None:
+        self._sd = import_sounddevice()
+        self._input_device = input_device
+        self._output_device = output_device
+        self._use_input = use_input
+        self._use_output = use_output
+        self._apm_flags = (echo_cancellation, noise_suppression, high_pass_filter, auto_gain)
+        self._notice = notice
+        self._watchdog_seconds = watchdog_seconds
+        self._preferred_rate = preferred_rate
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._capture: _Capture | None = None
+        self._playback: _Playback | None = None
+        self._apm: rtc.AudioProcessingModule | None = None
+        self._apm_delay_ms = 0
+        self._cap_chunks: _Rechunker | None = None
+        self._render_chunks: _Rechunker | None = None
+        self._play_resampler: rtc.AudioResampler | None = None
+        self._mic_queue: asyncio.Queue[rtc.AudioFrame | None] = asyncio.Queue()
+        self._mic_dropped = 0
+        self._muted = False
+        self._wake_pending = False
+        self._mic_levels = _Levels()
+        self._agent_levels = _Levels()
+        self._watchdog: asyncio.Task[None] | None = None
+        self._recovering: set[asyncio.Task[None]] = set()
+        self._reopens = {"input": 0, "output": 0}
+        self._warned_silent = False
+        self._warned_zeros = False
+        self._started = False
+        self._closed = False
+        self._failed_note: dict[str, str] = {}
+
+    # --- contract ---------------------------------------------------------------------
+
+    @property
+    def description(self) -> str:
+        """One line: the devices in use, or why there are none."""
+        if not self._started:
+            mic = _device_label(self._sd, self._input_device, "input")
+            speaker = _device_label(self._sd, self._output_device, "output")
+            return (
+                f"mic: {mic if self._use_input else 'none'}, "
+                f"speaker: {speaker if self._use_output else 'none'}"
+            )
+        if self._capture is None and self._playback is None:
+            return self._failed_note.get("all", "text-only: audio devices unavailable")
+        return (
+            f"mic: {_stream_label(self._sd, self._capture, 'input')}, "
+            f"speaker: {_stream_label(self._sd, self._playback, 'output')}"
+        )
+
+    @property
+    def has_input(self) -> bool:
+        """Whether a microphone is open (after start) or will be opened (before)."""
+        if not self._started:
+            return self._use_input
+        return self._capture is not None
+
+    @property
+    def is_muted(self) -> bool:
+        """Whether the microphone is muted."""
+        return self._muted
+
+    def set_notice_callback(self, callback: NoticeCallback | None) -> None:
+        """Where device failures, fallbacks and watchdog warnings are reported."""
+        self._notice = callback
+
+    async def start(self) -> None:
+        """Open the devices; a device that fails to open degrades with a notice."""
+        if self._started:
+            return
+        self._started = True
+        self._loop = asyncio.get_running_loop()
+        self._apm = self._make_apm()
+        if self._use_output:
+            self._playback = self._open_output(self._output_device, first=True)
+        if self._use_input:
+            self._capture = self._open_input(self._input_device, first=True)
+        for stream in (self._playback, self._capture):
+            if stream is not None:
+                stream.stream.start()
+        self._update_apm_delay()
+        if self._capture is None and self._playback is None:
+            self._failed_note["all"] = "text-only: the audio devices could not be opened"
+        if self._capture is None:
+            self._mic_queue.put_nowait(None)
+        self._watchdog = asyncio.create_task(self._watch(), name="fishtalk-audio-watchdog")
+
+    async def mic_frames(self) -> AsyncIterator[rtc.AudioFrame]:
+        """Processed mic frames until the backend closes or the microphone is lost."""
+        while True:
+            frame = await self._mic_queue.get()
+            if frame is None:
+                return
+            yield frame
+
+    def play(self, frame: rtc.AudioFrame) -> None:
+        """Queue one agent frame (returns at once; the oldest audio goes when full)."""
+        playback = self._playback
+        if playback is None:
+            return
+        samples = np.frombuffer(frame.data, dtype=np.int16)
+        if frame.num_channels > 1:
+            samples = samples.reshape(-1, frame.num_channels).mean(axis=1).astype(np.int16)
+        device_rate = playback.format.samplerate
+        if frame.sample_rate != device_rate:
+            samples = self._resample_for_playback(samples, frame.sample_rate, device_rate)
+            if samples.size == 0:
+                return
+        playback.enqueue(samples)
+
+    def flush_playback(self) -> None:
+        """Drop queued agent audio now: the next device block is silent."""
+        if self._playback is not None:
+            self._playback.flush()
+
+    def set_muted(self, muted: bool) -> None:
+        """Mute (no frames leave; the mic level reads zero) or unmute."""
+        self._muted = muted
+        if muted:
+            self._mic_levels.clear()
+
+    def levels(self) -> AudioLevels:
+        """Mic (raw, before processing) and agent (as rendered) RMS and peak."""
+        mic_rms, mic_peak = self._mic_levels.read()
+        agent_rms, agent_peak = self._agent_levels.read()
+        return AudioLevels(mic_rms, mic_peak, agent_rms, agent_peak)
+
+    async def aclose(self) -> None:
+        """Stop and close both streams; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watchdog
+        for task in list(self._recovering):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        capture, self._capture = self._capture, None
+        playback, self._playback = self._playback, None
+        for stream in (capture, playback):
+            if stream is not None:
+                await asyncio.to_thread(stream.close)
+        self._mic_queue.put_nowait(None)
+        self._mic_levels.clear()
+        self._agent_levels.clear()
+
+    # --- extras -----------------------------------------------------------------------
+
+    def stats(self) -> AudioStats:
+        """Counters: blocks, drops, underruns and the play()-to-device hand-off latency."""
+        cap, pb = self._capture, self._playback
+        count = pb.latency_count if pb else 0
+        return AudioStats(
+            mic_blocks=cap.blocks if cap else 0,
+            mic_dropped_blocks=cap.dropped if cap else 0,
+            mic_dropped_frames=self._mic_dropped,
+            playback_frames=count,
+            playback_dropped_frames=pb.dropped if pb else 0,
+            playback_underruns=pb.underruns if pb else 0,
+            render_dropped_blocks=pb.render_dropped if pb else 0,
+            handoff_latency_mean_ms=(pb.latency_sum / count * 1000) if pb and count else 0.0,
+            handoff_latency_max_ms=pb.latency_max * 1000 if pb else 0.0,
+            input_format=cap.format if cap else None,
+            output_format=pb.format if pb else None,
+        )
+
+    @property
+    def queued_playback_seconds(self) -> float:
+        """Agent audio waiting for the speaker."""
+        pb = self._playback
+        if pb is None:
+            return 0.0
+        samples = sum(item[0].size for item in list(pb.queue))
+        return samples / pb.format.samplerate
+
+    # --- internals --------------------------------------------------------------------
+
+    def _emit(self, text: str) -> None:
+        if self._notice is not None:
+            self._notice(text)
+
+    def _make_apm(self) -> rtc.AudioProcessingModule | None:
+        if not any(self._apm_flags):
+            return None
+        from livekit import rtc
+
+        aec, ns, hpf, agc = self._apm_flags
+        return rtc.AudioProcessingModule(
+            echo_cancellation=aec,
+            noise_suppression=ns,
+            high_pass_filter=hpf,
+            auto_gain_control=agc,
+        )
+
+    def _update_apm_delay(self) -> None:
+        # Render-to-capture path: both device latencies plus one block on each side for
+        # the hand-over through the loop. AEC3 refines this itself; it needs a start.
+        total = 2 * _BLOCK_MS / 1000
+        for stream in (self._capture, self._playback):
+            if stream is not None:
+                with contextlib.suppress(Exception):
+                    total += float(stream.stream.latency)
+        self._apm_delay_ms = round(total * 1000)
+
+    def _open_input(self, device: int | None, *, first: bool) -> _Capture | None:
+        try:
+            fmt = probe_format(device, "input", preferred_rate=self._preferred_rate)
+            capture = _Capture(self._sd, device, fmt, self._wake, self._input_failed)
+        except Exception as exc:
+            if first and device is not None:
+                self._emit(f"microphone {device} could not be opened ({exc}); trying the default")
+                return self._open_input(None, first=False)
+            if first:
+                self._emit(f"no microphone: {_one_line(exc)}")
+            return None
+        self._cap_chunks = _Rechunker(fmt.samplerate)
+        now = time.monotonic()
+        capture.last_callback = now
+        capture.last_nonzero = now
+        return capture
+
+    def _open_output(self, device: int | None, *, first: bool) -> _Playback | None:
+        try:
+            fmt = probe_format(device, "output", preferred_rate=self._preferred_rate)
+            playback = _Playback(self._sd, device, fmt, self._wake, self._output_failed)
+        except Exception as exc:
+            if first and device is not None:
+                self._emit(f"speaker {device} could not be opened ({exc}); trying the default")
+                return self._open_output(None, first=False)
+            if first:
+                self._emit(f"no speaker: {_one_line(exc)}")
+            return None
+        self._render_chunks = _Rechunker(fmt.samplerate)
+        self._play_resampler = None
+        return playback
+
+    def _resample_for_playback(self, samples: Int16Array, src: int, dst: int) -> Int16Array:
+        from livekit import rtc
+
+        res = self._play_resampler
+        if res is None or getattr(self, "_play_resampler_rates", None) != (src, dst):
+            res = rtc.AudioResampler(src, dst, num_channels=CHANNELS)
+            self._play_resampler = res
+            self._play_resampler_rates = (src, dst)
+        frames = res.push(bytearray(samples.tobytes()))
+        if not frames:
+            return np.zeros(0, dtype=np.int16)
+        return np.concatenate([np.frombuffer(f.data, dtype=np.int16) for f in frames])
+
+    # PortAudio threads -> loop
+
+    def _wake(self) -> None:
+        if self._wake_pending:
+            return
+        self._wake_pending = True
+        loop = self._loop
+        if loop is None:
+            return
+        # RuntimeError: the loop closed under us; there is nothing left to deliver to.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        # Clear first: a block appended after this line schedules another drain.
+        self._wake_pending = False
+        playback = self._playback
+        if playback is not None:
+            self._drain_render(playback)
+        capture = self._capture
+        if capture is not None:
+            self._drain_capture(capture)
+
+    def _drain_render(self, playback: _Playback) -> None:
+        chunker = self._render_chunks
+        apm = self._apm if self._apm_flags[0] else None
+        while playback.rendered:
+            item = playback.rendered.popleft()
+            block = np.zeros(item, dtype=np.int16) if isinstance(item, int) else item
+            self._agent_levels.feed(block)
+            if apm is None or chunker is None:
+                continue
+            from livekit import rtc
+
+            for chunk in chunker.push(block):
+                frame = rtc.AudioFrame(bytearray(chunk), SAMPLE_RATE, CHANNELS, SAMPLES_PER_FRAME)
+                apm.process_reverse_stream(frame)
+
+    def _drain_capture(self, capture: _Capture) -> None:
+        chunker = self._cap_chunks
+        if chunker is None:
+            return
+        from livekit import rtc
+
+        apm = self._apm
+        aec = self._apm_flags[0]
+        while capture.ring:
+            block = capture.ring.popleft()
+            if self._muted:
+                continue
+            self._mic_levels.feed(block)
+            for chunk in chunker.push(block):
+                frame = rtc.AudioFrame(bytearray(chunk), SAMPLE_RATE, CHANNELS, SAMPLES_PER_FRAME)
+                if apm is not None:
+                    if aec:
+                        apm.set_stream_delay_ms(self._apm_delay_ms)
+                    apm.process_stream(frame)
+                if self._mic_queue.qsize() >= _MIC_QUEUE_FRAMES:
+                    self._mic_queue.get_nowait()
+                    self._mic_dropped += 1
+                self._mic_queue.put_nowait(frame)
+
+    # failures and the watchdog
+
+    def _input_failed(self) -> None:
+        self._post_failure("input")
+
+    def _output_failed(self) -> None:
+        self._post_failure("output")
+
+    def _post_failure(self, kind: DeviceKind) -> None:
+        loop = self._loop
+        if loop is None or self._closed:
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._on_failure, kind, "the stream stopped")
+
+    def _on_failure(self, kind: DeviceKind, why: str) -> None:
+        if self._closed:
+            return
+        stream = self._capture if kind == "input" else self._playback
+        if stream is None or stream.closing:
+            return
+        stream.closing = True
+        task = asyncio.create_task(self._recover(kind, why), name=f"fishtalk-audio-{kind}")
+        self._recovering.add(task)
+        task.add_done_callback(self._recovering.discard)
+
+    async def _recover(self, kind: DeviceKind, why: str) -> None:
+        label = "microphone" if kind == "input" else "speaker"
+        old: _Capture | _Playback | None
+        if kind == "input":
+            old, self._capture = self._capture, None
+        else:
+            old, self._playback = self._playback, None
+        if old is not None:
+            await asyncio.to_thread(old.close)
+        replacement: _Capture | _Playback | None = None
+        if self._reopens[kind] < _MAX_REOPENS and not self._closed:
+            self._reopens[kind] += 1
+            # PortAudio needs a moment after a device error before it opens another.
+            await asyncio.sleep(0.2)
+            if kind == "input":
+                replacement = await asyncio.to_thread(self._open_input, None, first=False)
+            else:
+                replacement = await asyncio.to_thread(self._open_output, None, first=False)
+            if replacement is not None:
+                try:
+                    replacement.stream.start()
+                except Exception:
+                    await asyncio.to_thread(replacement.close)
+                    replacement = None
+        if self._closed:
+            if replacement is not None:
+                await asyncio.to_thread(replacement.close)
+            return
+        if isinstance(replacement, _Capture):
+            self._capture = replacement
+        elif isinstance(replacement, _Playback):
+            self._playback = replacement
+        if replacement is not None:
+            self._update_apm_delay()
+            self._emit(f"{label} failed ({why}); switched to the default {label}")
+            return
+        if kind == "input":
+            self._mic_levels.clear()
+            self._mic_queue.put_nowait(None)
+            self._emit(f"{label} failed ({why}); continuing without a microphone (type instead)")
+        else:
+            self._agent_levels.clear()
+            self._emit(f"{label} failed ({why}); continuing without sound (text only)")
+        if self._capture is None and self._playback is None:
+            self._failed_note["all"] = f"text-only: audio devices failed ({why})"
+
+    async def _watch(self) -> None:
+        limit = self._watchdog_seconds
+        while True:
+            await asyncio.sleep(_WATCHDOG_PERIOD_S)
+            now = time.monotonic()
+            capture = self._capture
+            if capture is not None and not capture.closing:
+                if not capture.stream.active:
+                    self._on_failure("input", "the stream stopped")
+                elif now - capture.last_callback > limit:
+                    if not self._warned_silent:
+                        self._warned_silent = True
+                        self._emit(
+                            f"the microphone delivered no audio for {limit:.0f} s "
+                            "(is it in use elsewhere or disconnected?)"
+                        )
+                elif now - capture.last_nonzero > limit:
+                    self._warned_silent = False
+                    if not self._warned_zeros:
+                        self._warned_zeros = True
+                        self._emit(
+                            f"the microphone delivered only digital silence for {limit:.0f} s "
+                            "(is it muted, or is microphone permission denied?)"
+                        )
+                else:
+                    self._warned_silent = False
+                    self._warned_zeros = False
+            playback = self._playback
+            if playback is not None and not playback.closing and not playback.stream.active:
+                self._on_failure("output", "the stream stopped")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def open_backend(settings: AudioSettings, *, notice: NoticeCallback | None = None) -> AudioBackend:
+    """Build the audio backend for these settings; never raises.
+
+    Falls back to :class:`NullAudio` with a one-line reason when audio is disabled,
+    PortAudio is missing, there are no devices, or a configured device matches nothing.
+    """
+    if not settings.enabled:
+        return NullAudio("text-only: audio disabled")
+    try:
+        devices = list_devices(refresh=True)
+        has_in = any(d.usable_for("input") for d in devices)
+        has_out = any(d.usable_for("output") for d in devices)
+        if not has_in and not has_out:
+            return NullAudio("text-only: no audio devices found")
+        input_device = resolve_device(settings.input_device, "input", devices=devices)
+        output_device = resolve_device(settings.output_device, "output", devices=devices)
+        return SoundDeviceAudio(
+            input_device=input_device,
+            output_device=output_device,
+            use_input=has_in,
+            use_output=has_out,
+            echo_cancellation=settings.echo_cancellation,
+            noise_suppression=settings.noise_suppression,
+            high_pass_filter=settings.high_pass_filter,
+            auto_gain=settings.auto_gain,
+            notice=notice,
+        )
+    except AudioUnavailable as exc:
+        return NullAudio(str(exc))
+    except AudioDeviceError as exc:
+        return NullAudio(f"text-only: {exc}")
+    except Exception as exc:  # never let a broken audio stack stop a text chat
+        return NullAudio(f"text-only: audio could not start ({_one_line(exc)})")
