@@ -1,0 +1,777 @@
+"""The LiveKit session task: the one place outside ``audio/`` and ``sim/`` touching livekit.
+
+A :class:`Session` creates a session grant through :mod:`fishtalk.api`, joins the LiveKit
+room with every handler registered before connecting, and turns SDK callbacks into
+:mod:`fishtalk.conversation` inputs. The reducer decides; the session executes its effects
+(publish client events in order, run client tools, start/cancel timers, tear down) and hands
+every new :class:`~fishtalk.conversation.State` to its listeners. Front ends (the TUI, the
+plain mode) only call the sync commands and read state: they never see the room.
+
+Lifecycle (the Fish web SDK's, see spec/contract-notes.md): connecting -> connected <->
+reconnecting -> ended. The connect itself is bounded (:data:`CONNECT_TIMEOUT`): a host where
+WebRTC cannot connect ends with ``connection_failed`` and one sentence saying why, never a
+hang. Everything the session starts is a task it owns and cancels at teardown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
+
+from livekit import rtc
+
+from fishtalk import conversation as conv
+from fishtalk import errors
+from fishtalk.audio.base import CHANNELS, SAMPLE_RATE, AudioBackend, AudioLevels, NullAudio
+from fishtalk.protocol import (
+    ATTR_AGENT_STATE,
+    ATTR_SEGMENT_ID,
+    ATTR_TRANSCRIPTION_FINAL,
+    TOPIC_AGENT_EVENT,
+    TOPIC_CLIENT_EVENT,
+    TOPIC_TRANSCRIPTION,
+    ProtocolError,
+    decode_agent_event,
+    encode_client_event,
+    is_final,
+)
+
+if TYPE_CHECKING:
+    from fishtalk.api import LiveKitGrant
+    from fishtalk.config import Settings
+    from fishtalk.tools import ToolRunner
+
+_log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT: Final = 15.0
+"""Seconds for the whole room connect (signalling + WebRTC) before ``connection_failed``."""
+SIGNAL_ATTEMPT_TIMEOUT: Final = 5.0
+"""Seconds per signalling attempt inside the SDK's own retry loop."""
+SEND_DRAIN_TIMEOUT: Final = 2.0
+"""At teardown, how long queued client events (``user.hangup``) get to leave."""
+DISCONNECT_TIMEOUT: Final = 5.0
+"""At teardown, how long the room disconnect may take."""
+PREVIEW_BYTES: Final = 200
+"""How much of a malformed packet is kept for the debug view."""
+FRAME_MS: Final = 10
+
+# Exit codes per end reason (documented in `fishtalk chat --help`). Unknown reasons the
+# agent announces are deliberate endings, so they exit 0 like the known ones.
+_EXIT_BY_REASON: Final[dict[str, int]] = {
+    conv.END_USER_HANGUP: errors.EXIT_OK,
+    conv.END_AGENT_HANGUP: errors.EXIT_OK,
+    conv.END_CONVERSATION_TIMEOUT: errors.EXIT_OK,
+    conv.END_ESCALATED: errors.EXIT_OK,
+    conv.END_CONNECTION_LOST: errors.EXIT_CONNECTION,
+    conv.END_CONNECTION_FAILED: errors.EXIT_CONNECTION,
+    conv.END_SESSION_EXPIRED: errors.EXIT_REJECTED,
+    "unsupported_transport": errors.EXIT_REJECTED,
+}
+
+
+def exit_code_for(reason: str | None) -> int:
+    """The process exit code for a session that ended with ``reason``."""
+    if reason is None:
+        return errors.EXIT_ERROR
+    return _EXIT_BY_REASON.get(reason, errors.EXIT_OK)
+
+
+@dataclass(frozen=True, slots=True)
+class EndResult:
+    """How a session ended: the reason, the exit code, and one sentence for the user."""
+
+    reason: str
+    exit_code: int
+    message: str
+    error: errors.FishtalkError | None = None
+    """The API error that prevented the session, if that is why it ended."""
+
+
+StateListener = Callable[[conv.State], None]
+
+
+def _error_code(exc: errors.FishtalkError) -> str:
+    """The web SDK's error code for a failure before connecting."""
+    name = type(exc).__name__
+    if name == "SessionExpiredError":
+        return conv.END_SESSION_EXPIRED
+    if name == "UnsupportedTransportError":
+        return "unsupported_transport"
+    if name == "AgentNotPublicError":
+        return "agent_not_public"
+    if name == "OriginForbiddenError":
+        return "origin_forbidden"
+    return "session_request_failed"
+
+
+def _is_agent(participant: rtc.RemoteParticipant) -> bool:
+    return (
+        participant.kind == rtc.ParticipantKind.PARTICIPANT_KIND_AGENT
+        or ATTR_AGENT_STATE in participant.attributes
+    )
+
+
+def _disconnect_reason_name(reason: int) -> str | None:
+    try:
+        return rtc.DisconnectReason.Name(reason)  # type: ignore[arg-type]  # a plain int
+    except ValueError:
+        return None
+
+
+class Session:
+    """One conversation with a Fish agent over LiveKit.
+
+    ``audio``: the audio backend (default: chosen from ``settings.audio``; text-only settings
+    get :class:`~fishtalk.audio.base.NullAudio`). The session starts and closes it.
+    ``tools``: the client-tool runner (default: one with no tools, so every call is answered
+    with an "unknown tool" error result, as the web SDK does). ``grant``: join this grant
+    instead of creating one (tests, ``fishtalk demo``). ``clock``: monotonic seconds.
+
+    Commands are sync, return at once and never raise, also before ``run()`` or after the
+    end. ``run()`` may be awaited once.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        audio: AudioBackend | None = None,
+        tools: ToolRunner | None = None,
+        grant: LiveKitGrant | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._settings = settings
+        self._audio = audio
+        self._tools = tools
+        self._grant = grant
+        self._clock = clock
+        self._state = conv.initial_state(spoken=not settings.session.text_only)
+        self._listeners: list[StateListener] = []
+        self._pending: deque[conv.Input] = deque()
+        self._reducing = False
+        self._started = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ended: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._outbox: asyncio.Queue[conv.ClientEventOut] | None = None
+        self._room: rtc.Room | None = None
+        self._connected_once = False
+        self._reconnecting = False
+        self._audio_streams: dict[str, tuple[rtc.AudioStream, asyncio.Task[None]]] = {}
+        self._mic_source: rtc.AudioSource | None = None
+        self._mic_track: rtc.LocalAudioTrack | None = None
+        self._api_error: errors.FishtalkError | None = None
+        self._sent_events = 0
+
+    # --- what front ends use -----------------------------------------------------------
+
+    @property
+    def state(self) -> conv.State:
+        """The latest conversation snapshot."""
+        return self._state
+
+    @property
+    def audio(self) -> AudioBackend | None:
+        """The audio backend in use (None until ``run()`` picked one)."""
+        return self._audio
+
+    @property
+    def room(self) -> rtc.Room | None:
+        """The LiveKit room (tests and benchmarks only; front ends never touch it)."""
+        return self._room
+
+    def add_listener(self, fn: StateListener) -> Callable[[], None]:
+        """Call ``fn(state)`` on the loop after every reduction; returns a remover."""
+        self._listeners.append(fn)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(fn)
+
+        return remove
+
+    def send_text(self, text: str, audio: bool | None = None) -> None:
+        """Send a typed turn (blank text is ignored). ``audio=None`` follows set_spoken()."""
+        self._feed(conv.SendText(text=text, at=self._clock(), audio=audio))
+
+    def activity(self) -> None:
+        """The user is typing: postpones the agent's idle re-engagement (throttled)."""
+        self._feed(conv.SignalActivity(at=self._clock()))
+
+    def interrupt(self) -> None:
+        """Stop the agent now: local playback is flushed at once, then ``user.interrupt``."""
+        if self._audio is not None and not self._state.ended:
+            self._audio.flush_playback()
+        self._feed(conv.Interrupt(at=self._clock()))
+
+    def set_muted(self, muted: bool) -> None:
+        """Mute or unmute the microphone."""
+        self._feed(conv.SetMuted(muted=muted, at=self._clock()))
+
+    def set_spoken(self, spoken: bool) -> None:
+        """Whether typed turns get spoken replies (else text-only, ``audio: false``)."""
+        self._feed(conv.SetSpoken(spoken=spoken, at=self._clock()))
+
+    def hangup(self) -> None:
+        """End the session: ``user.hangup``, then disconnect. Safe to call twice."""
+        self._feed(conv.Hangup(at=self._clock()))
+
+    def audio_levels(self) -> AudioLevels:
+        """Current microphone and agent levels (zeros without audio)."""
+        return self._audio.levels() if self._audio is not None else AudioLevels()
+
+    def end_result(self) -> EndResult | None:
+        """How the session ended, once it has."""
+        state = self._state
+        if not state.ended or state.end_reason is None:
+            return None
+        reason = state.end_reason
+        if self._api_error is not None:
+            return EndResult(
+                reason, self._api_error.exit_code, str(self._api_error), self._api_error
+            )
+        message = conv.describe_end_reason(reason)
+        if reason in (conv.END_CONNECTION_FAILED, conv.END_SESSION_EXPIRED):
+            details = [e.detail for e in state.errors if e.code == reason and e.detail]
+            if details:
+                message = details[-1]
+        return EndResult(reason, exit_code_for(reason), message)
+
+    # --- running -----------------------------------------------------------------------
+
+    async def run(self) -> EndResult:
+        """Connect, converse until the session ends, tear down; return how it ended.
+
+        Cancelling ``run()`` hangs up (``user.hangup``, disconnect) before re-raising.
+        """
+        if self._started:
+            raise RuntimeError("Session.run() may only be called once")
+        self._started = True
+        self._loop = asyncio.get_running_loop()
+        self._ended = asyncio.Event()
+        self._outbox = asyncio.Queue()
+        if self._state.ended:
+            self._ended.set()
+        try:
+            await self._until_ended(self._start())
+            await self._ended.wait()
+        except asyncio.CancelledError:
+            self.hangup()
+            await asyncio.shield(self._shutdown())
+            raise
+        except Exception as exc:
+            # A bug of ours must not leave the room joined or a traceback on the terminal.
+            _log.exception("session failed")
+            self._feed(conv.ConnectFailed(at=self._clock(), detail=f"internal error: {exc}"))
+        await self._shutdown()
+        result = self.end_result()
+        assert result is not None  # the state is ended once _ended is set
+        return result
+
+    async def _until_ended(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` unless and until the session ends first (then cancel it)."""
+        assert self._ended is not None
+        work = asyncio.ensure_future(coro)
+        ended = asyncio.ensure_future(self._ended.wait())
+        try:
+            await asyncio.wait({work, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for fut in (work, ended):
+                if not fut.done():
+                    fut.cancel()
+            await asyncio.gather(work, ended, return_exceptions=True)
+        if work.done() and not work.cancelled() and (exc := work.exception()) is not None:
+            raise exc
+
+    async def _start(self) -> None:
+        audio = await self._open_audio()
+        grant = await self._obtain_grant()
+        if grant is None:
+            return
+        clock = replace(self._state.clock, max_duration_seconds=grant.max_duration_seconds)
+        self._state = replace(self._state, clock=clock)
+        room = rtc.Room(loop=self._loop)
+        self._room = room
+        self._wire(room)
+        if not await self._connect(room, grant):
+            return
+        self._connected_once = True
+        self._feed(conv.Connected(local_identity=room.local_participant.identity, at=self._clock()))
+        for participant in list(room.remote_participants.values()):
+            self._participant_joined(participant)
+        self._spawn(self._sender(room), "sender")
+        if audio.has_input:
+            await self._publish_microphone(room, audio)
+
+    async def _open_audio(self) -> AudioBackend:
+        if self._audio is None:
+            self._audio = self._default_audio()
+        audio = self._audio
+        audio.set_notice_callback(self._audio_notice)
+        try:
+            await audio.start()
+        except Exception as exc:  # the contract says it never raises; degrade if it does
+            _log.warning("audio backend failed to start: %s", exc)
+            self._audio_notice(f"Audio unavailable ({exc}); continuing text-only.")
+            self._audio = audio = NullAudio(f"text-only: {exc}")
+        return audio
+
+    def _default_audio(self) -> AudioBackend:
+        settings = self._settings
+        if settings.session.text_only or not settings.audio.enabled:
+            return NullAudio("text-only")
+        from fishtalk.audio import open_backend
+
+        return open_backend(settings.audio)
+
+    def _audio_notice(self, text: str) -> None:
+        self._call_soon(lambda: self._feed(conv.AddNotice(text=text, at=self._clock())))
+
+    async def _obtain_grant(self) -> LiveKitGrant | None:
+        from fishtalk.api import SessionClient, SessionRequest
+
+        if self._grant is None:
+            api = self._settings.api
+            session = self._settings.session
+            if not session.agent_id:
+                self._fail_before_connect(
+                    errors.FishtalkError(
+                        "no agent id given; pass --agent ID or set session.agent_id"
+                    )
+                )
+                return None
+            request = SessionRequest(
+                agent_id=session.agent_id,
+                tool_events=session.tool_events,
+                language=session.language,
+                timezone=session.timezone,
+                dynamic_variables=dict(session.dynamic_variables) or None,
+                end_user_id=session.end_user_id,
+                metadata=session.metadata,
+            )
+            try:
+                async with SessionClient(
+                    api.url,
+                    api_key=None if api.public else api.api_key,
+                    origin=api.origin,
+                    timeout=api.timeout,
+                ) as client:
+                    self._grant = await client.create_session(request)
+            except errors.FishtalkError as exc:
+                self._fail_before_connect(exc)
+                return None
+        grant = self._grant
+        if grant.is_expired():
+            self._feed(
+                conv.ConnectFailed(
+                    at=self._clock(),
+                    code=conv.END_SESSION_EXPIRED,
+                    detail=f"The session grant expired at {grant.expires_at:%H:%M:%S %Z} "
+                    "before it was used; start a new session.",
+                )
+            )
+            return None
+        return grant
+
+    def _fail_before_connect(self, exc: errors.FishtalkError) -> None:
+        code = _error_code(exc)
+        if code not in (conv.END_SESSION_EXPIRED, "unsupported_transport"):
+            self._api_error = exc
+        self._feed(conv.ConnectFailed(at=self._clock(), code=code, detail=str(exc)))
+
+    async def _connect(self, room: rtc.Room, grant: LiveKitGrant) -> bool:
+        url = grant.livekit_url
+        host = urlsplit(url).netloc or url
+        options = rtc.RoomOptions(auto_subscribe=True, connect_timeout=SIGNAL_ATTEMPT_TIMEOUT)
+        detail: str | None = None
+        try:
+            async with asyncio.timeout(CONNECT_TIMEOUT):
+                await room.connect(url, grant.token.get_secret_value(), options)
+        except TimeoutError:
+            detail = (
+                f"Could not establish a WebRTC connection to {host} within "
+                f"{CONNECT_TIMEOUT:g} s (no usable network path; WebRTC ignores loopback-only "
+                "hosts)."
+            )
+        except rtc.ConnectError as exc:
+            detail = f"Could not connect to {host}: {_one_line(exc.message)}."
+        except Exception as exc:
+            detail = f"Could not connect to {host}: {_one_line(str(exc)) or type(exc).__name__}."
+        if detail is None:
+            return True
+        _log.info("connect failed: %s", detail)
+        self._feed(conv.ConnectFailed(at=self._clock(), detail=detail))
+        return False
+
+    # --- SDK wiring: every handler is registered before connect ------------------------
+
+    def _wire(self, room: rtc.Room) -> None:
+        room.on("data_received", self._on_data)
+        room.register_text_stream_handler(TOPIC_TRANSCRIPTION, self._on_text_stream)
+        room.on("participant_attributes_changed", self._on_attributes)
+        room.on("participant_connected", self._participant_joined)
+        room.on("participant_disconnected", self._on_participant_left)
+        room.on("track_subscribed", self._on_track_subscribed)
+        room.on("track_unsubscribed", self._on_track_unsubscribed)
+        room.on("reconnecting", self._on_reconnecting)
+        room.on("reconnected", self._on_reconnected)
+        room.on("disconnected", self._on_disconnected)
+
+    def _on_data(self, packet: rtc.DataPacket) -> None:
+        if packet.topic != TOPIC_AGENT_EVENT:
+            return
+        at = self._clock()
+        try:
+            event = decode_agent_event(packet.data)
+        except ProtocolError as exc:
+            preview = packet.data[:PREVIEW_BYTES].decode("utf-8", "replace")
+            _log.debug("malformed agent event (%s): %r", exc, preview)
+            self._feed(conv.MalformedAgentEvent(error=str(exc), preview=preview, at=at))
+            return
+        if event.type not in ("client_tool.call",) and _log.isEnabledFor(logging.DEBUG):
+            _log.debug("agent event %s", event.type)
+        self._feed(conv.AgentEventReceived(event=event, at=at))
+
+    def _on_text_stream(self, reader: rtc.TextStreamReader, identity: str) -> None:
+        self._spawn(self._read_transcript(reader, identity), "transcript")
+
+    async def _read_transcript(self, reader: rtc.TextStreamReader, identity: str) -> None:
+        info = reader.info
+        attributes = dict(info.attributes or {})
+        stream_id = info.stream_id
+        segment_id = attributes.get(ATTR_SEGMENT_ID) or stream_id
+        self._feed(
+            conv.TranscriptStreamOpened(
+                stream_id=stream_id,
+                segment_id=segment_id,
+                identity=identity,
+                final=is_final(attributes),
+                at=self._clock(),
+            )
+        )
+        try:
+            async for chunk in reader:
+                self._feed(
+                    conv.TranscriptStreamChunk(
+                        stream_id=stream_id, segment_id=segment_id, text=chunk, at=self._clock()
+                    )
+                )
+        except rtc.StreamError as exc:
+            _log.debug("transcript stream %s ended abnormally: %s", stream_id, exc)
+        finally:
+            reader.close()
+        trailer = reader.info.attributes or {}
+        final = is_final(trailer) if ATTR_TRANSCRIPTION_FINAL in trailer else None
+        self._feed(
+            conv.TranscriptStreamClosed(
+                stream_id=stream_id, segment_id=segment_id, at=self._clock(), final=final
+            )
+        )
+
+    def _on_attributes(self, changed: dict[str, str], participant: rtc.Participant) -> None:
+        self._feed(
+            conv.AttributesChanged(
+                identity=participant.identity, changed=dict(changed), at=self._clock()
+            )
+        )
+
+    def _participant_joined(self, participant: rtc.RemoteParticipant) -> None:
+        self._feed(
+            conv.ParticipantJoined(
+                identity=participant.identity,
+                at=self._clock(),
+                is_agent=_is_agent(participant),
+                attributes=participant.attributes,
+            )
+        )
+
+    def _on_participant_left(self, participant: rtc.RemoteParticipant) -> None:
+        if self._reconnecting:
+            # A rejoin can report everyone as gone; who is really left is checked (and
+            # reported) once the transport is back.
+            _log.debug("participant %s left while reconnecting", participant.identity)
+            return
+        self._feed(conv.ParticipantLeft(identity=participant.identity, at=self._clock()))
+
+    def _on_reconnecting(self) -> None:
+        self._reconnecting = True
+        self._feed(conv.Reconnecting(at=self._clock()))
+
+    def _on_reconnected(self) -> None:
+        self._reconnecting = False
+        room = self._room
+        if room is None:
+            return
+        remotes = list(room.remote_participants.values())
+        self._feed(
+            conv.Reconnected(at=self._clock(), remote_identities=tuple(p.identity for p in remotes))
+        )
+        # No replay: the sticky agent state is the one thing we can (and must) read again.
+        for participant in remotes:
+            self._participant_joined(participant)
+            if ATTR_AGENT_STATE in participant.attributes:
+                self._on_attributes(
+                    {ATTR_AGENT_STATE: participant.attributes[ATTR_AGENT_STATE]}, participant
+                )
+
+    def _on_disconnected(self, reason: int) -> None:
+        self._reconnecting = False
+        name = _disconnect_reason_name(reason)
+        _log.info("room disconnected (%s)", name)
+        self._feed(conv.Disconnected(at=self._clock(), reason=name))
+
+    def _on_track_subscribed(
+        self,
+        track: rtc.Track,
+        publication: rtc.RemoteTrackPublication,
+        participant: rtc.RemoteParticipant,
+    ) -> None:
+        if track.kind != rtc.TrackKind.KIND_AUDIO or self._state.ended:
+            return
+        audio = self._audio
+        if audio is None:
+            return
+        old = self._audio_streams.pop(publication.sid, None)
+        if old is not None:
+            old[1].cancel()
+        stream = rtc.AudioStream(
+            track, sample_rate=SAMPLE_RATE, num_channels=CHANNELS, frame_size_ms=FRAME_MS
+        )
+        task = self._spawn(self._play(stream, audio), f"play {participant.identity}")
+        self._audio_streams[publication.sid] = (stream, task)
+
+    def _on_track_unsubscribed(
+        self,
+        track: rtc.Track | None,
+        publication: rtc.RemoteTrackPublication,
+        participant: rtc.RemoteParticipant,
+    ) -> None:
+        entry = self._audio_streams.pop(publication.sid, None)
+        if entry is not None:
+            entry[1].cancel()
+
+    async def _play(self, stream: rtc.AudioStream, audio: AudioBackend) -> None:
+        try:
+            async for event in stream:
+                audio.play(event.frame)
+        finally:
+            await stream.aclose()
+
+    async def _publish_microphone(self, room: rtc.Room, audio: AudioBackend) -> None:
+        source = rtc.AudioSource(SAMPLE_RATE, CHANNELS, queue_size_ms=100)
+        track = rtc.LocalAudioTrack.create_audio_track("microphone", source)
+        options = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+        try:
+            await room.local_participant.publish_track(track, options)
+        except Exception as exc:
+            _log.warning("could not publish the microphone: %s", exc)
+            self._feed(
+                conv.LocalError(
+                    code="mic_permission_denied",
+                    at=self._clock(),
+                    detail=f"The microphone track could not be published: {exc}",
+                )
+            )
+            await source.aclose()
+            return
+        self._mic_source = source
+        self._mic_track = track
+        if self._state.muted:
+            track.mute()
+        self._spawn(self._pump_microphone(source, audio), "microphone")
+
+    async def _pump_microphone(self, source: rtc.AudioSource, audio: AudioBackend) -> None:
+        async for frame in audio.mic_frames():
+            await source.capture_frame(frame)
+
+    # --- reducer plumbing --------------------------------------------------------------
+
+    def _feed(self, inp: conv.Input) -> None:
+        """Reduce ``inp`` (and whatever its effects feed back), then notify listeners."""
+        self._pending.append(inp)
+        if self._reducing:
+            return  # re-entrant feed from an effect: the outer loop picks it up in order
+        self._reducing = True
+        try:
+            while self._pending:
+                self._state, effects = conv.reduce(self._state, self._pending.popleft())
+                for effect in effects:
+                    self._execute(effect)
+                state = self._state
+                for listener in list(self._listeners):
+                    try:
+                        listener(state)
+                    except Exception:
+                        _log.exception("state listener failed")
+        finally:
+            self._reducing = False
+
+    def _execute(self, effect: conv.Effect) -> None:
+        match effect:
+            case conv.SendClientEvent(event=event):
+                if self._outbox is not None:
+                    self._outbox.put_nowait(event)
+            case conv.RunClientTool(call=call):
+                if self._loop is not None:
+                    self._spawn(self._run_tool(call), f"tool {call.call_id}")
+            case conv.ScheduleTimer(name=name, deadline=deadline):
+                self._schedule(name, deadline)
+            case conv.CancelTimer(name=name):
+                handle = self._timers.pop(name, None)
+                if handle is not None:
+                    handle.cancel()
+            case conv.SetMicrophoneMuted(muted=muted):
+                if self._audio is not None:
+                    self._audio.set_muted(muted)
+                if self._mic_track is not None:
+                    if muted:
+                        self._mic_track.mute()
+                    else:
+                        self._mic_track.unmute()
+            case conv.Teardown():
+                if self._ended is not None:
+                    self._ended.set()
+
+    def _schedule(self, name: str, deadline: float) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+        old = self._timers.pop(name, None)
+        if old is not None:
+            old.cancel()
+
+        def fire() -> None:
+            self._timers.pop(name, None)
+            self._feed(conv.TimerFired(name=name, at=max(self._clock(), deadline)))
+
+        self._timers[name] = loop.call_later(max(0.0, deadline - self._clock()), fire)
+
+    def _call_soon(self, fn: Callable[[], None]) -> None:
+        loop = self._loop
+        if loop is None:
+            fn()
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            fn()
+        else:
+            loop.call_soon_threadsafe(fn)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
+        task.set_name(f"fishtalk-session {name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            _log.error("session task %s failed: %s", task.get_name(), exc, exc_info=exc)
+
+    # --- effects that need IO ----------------------------------------------------------
+
+    async def _sender(self, room: rtc.Room) -> None:
+        """Publish client events one at a time, in the order the reducer asked."""
+        outbox = self._outbox
+        assert outbox is not None
+        while True:
+            event = await outbox.get()
+            try:
+                await room.local_participant.publish_data(
+                    encode_client_event(event), reliable=True, topic=TOPIC_CLIENT_EVENT
+                )
+                self._sent_events += 1
+            except Exception as exc:
+                _log.warning("could not send %s: %s", event.type, exc)
+                self._feed(
+                    conv.LocalError(
+                        code="send_failed",
+                        at=self._clock(),
+                        detail=f"Could not send {event.type}: {_one_line(str(exc))}",
+                    )
+                )
+            finally:
+                outbox.task_done()
+
+    async def _run_tool(self, call: Any) -> None:
+        runner = self._tool_runner()
+        outcome = await runner.run(call)
+        self._feed(
+            conv.ClientToolFinished(
+                call_id=call.call_id,
+                status=outcome.status,
+                at=self._clock(),
+                result_preview=outcome.preview,
+                error=outcome.error,
+                result_event=outcome.result_event,
+            )
+        )
+
+    def _tool_runner(self) -> ToolRunner:
+        if self._tools is None:
+            from fishtalk.tools import ToolRegistry, ToolRunner
+
+            self._tools = ToolRunner(
+                ToolRegistry(), default_timeout=self._settings.session.client_tool_timeout
+            )
+        return self._tools
+
+    # --- teardown ----------------------------------------------------------------------
+
+    async def _shutdown(self) -> None:
+        """Release everything the session holds; safe to call twice."""
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        outbox = self._outbox
+        if outbox is not None and self._room is not None and self._connected_once:
+            # Let user.hangup (and anything queued before it) leave before disconnecting.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(SEND_DRAIN_TIMEOUT):
+                    await outbox.join()
+        if self._tools is not None:
+            self._tools.cancel_all()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._audio_streams.clear()
+        room, self._room = self._room, None
+        if room is not None:
+            try:
+                async with asyncio.timeout(DISCONNECT_TIMEOUT):
+                    await room.disconnect()
+            except Exception as exc:
+                _log.info("room disconnect did not complete cleanly: %s", exc)
+        if self._mic_source is not None:
+            source, self._mic_source = self._mic_source, None
+            with contextlib.suppress(Exception):
+                await source.aclose()
+        if self._audio is not None:
+            try:
+                await self._audio.aclose()
+            except Exception as exc:
+                _log.info("audio backend did not close cleanly: %s", exc)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+__all__ = ["CONNECT_TIMEOUT", "EndResult", "Session", "StateListener", "exit_code_for"]
