@@ -1,0 +1,369 @@
+"""The fishtalk Textual app: one session, rendered from ``conversation.State``.
+
+Data flows one way: the session reduces inputs and calls our listener, which only posts a
+:class:`~fishtalk.tui.messages.StateChanged` message (newer ones replace queued older
+ones). The handler keeps the newest snapshot and renders it at most
+:attr:`FishtalkApp.RENDER_HZ` times a second; each widget compares against what it last
+drew, so a streaming token re-wraps one transcript segment and nothing else. User actions
+become session commands, which return at once. The session itself runs in one app-level
+worker; the app never touches the room.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import ClassVar, TypeVar
+
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Input, Static
+from textual.worker import Worker
+
+from fishtalk.conversation import ErrorEntry, Notice, State
+from fishtalk.errors import EXIT_ERROR, FishtalkError
+from fishtalk.tui import keys
+from fishtalk.tui.messages import SessionFinished, StateChanged
+from fishtalk.tui.safe import clean
+from fishtalk.tui.screens.ended import EndedScreen, Summary
+from fishtalk.tui.screens.help import HelpScreen
+from fishtalk.tui.session_like import SessionLike
+from fishtalk.tui.widgets.meters import LevelMeters
+from fishtalk.tui.widgets.status import AgentIndicator, ConnectionStatus, ModeFlags, SessionClock
+from fishtalk.tui.widgets.tools import ToolPanel
+from fishtalk.tui.widgets.transcript import Transcript
+
+ACTIVITY_INTERVAL = 1.0
+"""Seconds between two ``activity()`` calls while typing (the reducer throttles too)."""
+QUIT_GRACE = 5.0
+"""Seconds ``quit`` waits for a clean hang-up before leaving anyway."""
+
+_T = TypeVar("_T")
+
+
+class FishtalkApp(App[int]):
+    """The chat screen for one session; the app's result and return code are the exit code."""
+
+    CSS_PATH: ClassVar[str | Path | None] = "app.tcss"
+    TITLE = "fishtalk"
+    BINDINGS: ClassVar[list[BindingType]] = list(keys.bindings())
+    RENDER_HZ: ClassVar[float] = 30.0
+    LEVELS_HZ: ClassVar[float] = 20.0
+
+    def __init__(
+        self,
+        session: SessionLike,
+        *,
+        title: str = "",
+        keymap: Mapping[str, str] | None = None,
+        audio: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        ended_linger: float | None = 3.0,
+        live_timers: bool = True,
+    ) -> None:
+        """Build the app.
+
+        ``keymap``: config ``action -> key`` overrides (validated by :func:`keys.keymap`).
+        ``audio``: False when the session has no audio devices (meters say text-only).
+        ``clock``: the session's monotonic clock (frozen in snapshot tests).
+        ``ended_linger``: seconds the ended screen stays before exiting (None: until a key).
+        ``live_timers``: run the 1 Hz clock and the level polling (off in snapshot tests).
+        """
+        super().__init__()
+        self.session = session
+        self.session_title = clean(title)
+        self._keymap = keys.keymap(keymap or {})
+        self.audio = audio
+        self._clock = clock
+        self._ended_linger = ended_linger
+        self._live_timers = live_timers
+        self._state: State = session.state
+        self._dirty = False
+        self._render_timer: Timer | None = None
+        self._last_render = 0.0
+        self._last_activity = -ACTIVITY_INTERVAL
+        self._seen_error: ErrorEntry | None = None
+        self._seen_notice: Notice | None = None
+        self._finished: SessionFinished | None = None
+        self._quitting = False
+        self.renders = 0
+        """How many times the state was drawn (the benchmark reads it)."""
+
+    # --- layout --------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        """Top bar, transcript + tools, status bar, input, footer."""
+        with Horizontal(id="topbar"):
+            title = Text("fishtalk", style="bold")
+            if self.session_title:
+                title.append(" · ")
+                title.append(self.session_title)
+            yield Static(title, id="title")
+            yield ConnectionStatus(id="connection")
+            yield SessionClock(id="clock")
+        with Horizontal(id="main"):
+            transcript = Transcript(id="transcript")
+            transcript.border_title = "transcript"
+            yield transcript
+            tools = ToolPanel(id="tools")
+            tools.border_title = "tools"
+            yield tools
+        with Horizontal(id="statusbar"):
+            yield AgentIndicator(id="agent-state")
+            yield ModeFlags(id="flags")
+            yield LevelMeters(id="meters")
+        yield Input(placeholder="Type a message and press Enter", id="input")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Wire the session, draw the first frame, start the session worker."""
+        if self._keymap:
+            self.set_keymap(self._keymap)
+        self.query_one(LevelMeters).audio = self.audio
+        self.session.add_listener(self._on_session_state)
+        self._draw(self.session.state)
+        self.query_one("#input", Input).focus()
+        if self._live_timers:
+            self.set_interval(1.0, self._tick)
+            if self.audio:
+                self.set_interval(1.0 / self.LEVELS_HZ, self._poll_levels)
+        self.run_worker(
+            self._run_session(),
+            name="session",
+            group="session",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    # --- session -> UI ---------------------------------------------------------------------
+
+    def _on_session_state(self, state: State) -> None:
+        # Called by the session after every reduction: never touch widgets here.
+        self.post_message(StateChanged(state))
+
+    def on_state_changed(self, message: StateChanged) -> None:
+        """Keep the newest snapshot; render now or at the next frame slot."""
+        self._state = message.state
+        self._dirty = True
+        if self._render_timer is not None:
+            return
+        wait = self._last_render + 1.0 / self.RENDER_HZ - time.monotonic()
+        if wait <= 0:
+            self._frame()
+        else:
+            self._render_timer = self.set_timer(wait, self._frame)
+
+    def _frame(self) -> None:
+        self._render_timer = None
+        if self._dirty:
+            self._draw(self._state)
+
+    def _draw(self, state: State) -> None:
+        self._dirty = False
+        self._last_render = time.monotonic()
+        self.renders += 1
+        now = self._clock()
+        self.query_one(Transcript).set_items(state.transcript)
+        self.query_one(ToolPanel).show(state.tools, now)
+        self.query_one(AgentIndicator).show(state)
+        self.query_one(ConnectionStatus).show(state)
+        self.query_one(SessionClock).show(state, now)
+        self.query_one(ModeFlags).show(state, audio=self.audio)
+        self.query_one(LevelMeters).muted = state.muted
+        self.query_one("#input", Input).disabled = state.ended
+        self._announce(state)
+
+    def _announce(self, state: State) -> None:
+        """Toasts for errors and notices that arrived since the last frame."""
+        for error in _since(state.errors, self._seen_error):
+            detail = f"\n{error.detail}" if error.detail and error.detail != error.message else ""
+            message = clean(error.message + detail)
+            self.notify(message, title="error", severity="error", markup=False)
+        if state.errors:
+            self._seen_error = state.errors[-1]
+        for notice in _since(state.notices, self._seen_notice):
+            self.notify(clean(notice.text), severity="information", markup=False, timeout=4)
+        if state.notices:
+            self._seen_notice = state.notices[-1]
+
+    def _tick(self) -> None:
+        """Once a second: the session clock and running tools' elapsed times."""
+        now = self._clock()
+        self.query_one(SessionClock).show(self._state, now)
+        self.query_one(ToolPanel).show(self._state.tools, now)
+
+    def _poll_levels(self) -> None:
+        meters = self.query_one(LevelMeters)
+        levels = self.session.audio_levels()
+        if levels != meters.levels:
+            meters.levels = levels
+
+    async def _run_session(self) -> None:
+        try:
+            result = await self.session.run()
+        except FishtalkError as exc:
+            self.post_message(SessionFinished("error", exc.exit_code, str(exc)))
+            return
+        except Exception as exc:  # any session crash becomes one line, no traceback
+            self.post_message(SessionFinished("error", EXIT_ERROR, f"unexpected error: {exc}"))
+            return
+        self.post_message(SessionFinished(result.reason, result.exit_code))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A cancelled session worker (app shutting down) needs nothing more."""
+        del event
+
+    def on_session_finished(self, message: SessionFinished) -> None:
+        """Show the ended screen (or leave at once when quitting)."""
+        if self._finished is not None:
+            return
+        self._finished = message
+        self._draw(self.session.state)
+        if self._quitting:
+            self.exit(message.exit_code, return_code=message.exit_code)
+            return
+        summary = Summary.from_state(
+            self.session.state,
+            reason=None if message.error else message.reason,
+            exit_code=message.exit_code,
+        )
+        if message.error:
+            self.notify(clean(message.error), title="error", severity="error", markup=False)
+            summary = _with_reason_text(summary, message.error)
+        self.push_screen(
+            EndedScreen(summary, linger=self._ended_linger),
+            callback=lambda _: self.exit(message.exit_code, return_code=message.exit_code),
+        )
+
+    @property
+    def finished(self) -> SessionFinished | None:
+        """The session's end, once ``run()`` returned."""
+        return self._finished
+
+    # --- UI -> session ---------------------------------------------------------------------
+
+    @on(Input.Submitted, "#input")
+    def _send(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text or self._state.ended:
+            return
+        self.session.send_text(text)
+        event.input.clear()
+
+    @on(Input.Changed, "#input")
+    def _typing(self, event: Input.Changed) -> None:
+        if not event.value or self._state.ended:
+            return
+        now = time.monotonic()
+        if now - self._last_activity >= ACTIVITY_INTERVAL:
+            self._last_activity = now
+            self.session.activity()
+
+    def action_interrupt(self) -> None:
+        """Stop the agent talking."""
+        self.session.interrupt()
+
+    def action_toggle_mute(self) -> None:
+        """Mute or unmute the microphone."""
+        self.session.set_muted(not self._state.muted)
+
+    def action_toggle_spoken(self) -> None:
+        """Switch between spoken and text-only replies."""
+        self.session.set_spoken(not self._state.spoken)
+
+    def action_hangup(self) -> None:
+        """End the call; the ended screen follows when the session has wound down."""
+        self.session.hangup()
+
+    def action_cycle_focus(self) -> None:
+        """Input -> transcript -> tools -> input."""
+        self.screen.focus_next()
+
+    def action_help(self) -> None:
+        """Show the keys (only from the chat screen)."""
+        if not isinstance(self.screen, HelpScreen | EndedScreen):
+            self.push_screen(HelpScreen(self._keymap))
+
+    async def action_quit(self) -> None:
+        """Hang up and leave as soon as the session has ended (or after a grace period)."""
+        if self._finished is not None:
+            code = self._finished.exit_code
+            self.exit(code, return_code=code)
+            return
+        self._quitting = True
+        self.session.hangup()
+        self.set_timer(QUIT_GRACE, self._force_exit)
+
+    def _force_exit(self) -> None:
+        code = self._finished.exit_code if self._finished is not None else EXIT_ERROR
+        self.exit(code, return_code=code)
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """Every chat action in the command palette, plus Textual's own."""
+        for spec in keys.ACTIONS:
+            if spec.id == "focus":
+                continue
+            yield SystemCommand(spec.description, spec.help, _runner(self, spec.action))
+        yield SystemCommand(
+            "Focus transcript", "Move focus to the transcript.", self._focus("#transcript")
+        )
+        yield SystemCommand("Focus tools", "Move focus to the tool panel.", self._focus("#tools"))
+        yield SystemCommand(
+            "Focus input", "Move focus to the message input.", self._focus("#input")
+        )
+        for command in super().get_system_commands(screen):
+            if command.title not in ("Quit", "Keys"):
+                yield command
+
+    def _focus(self, selector: str) -> Callable[[], None]:
+        def focus() -> None:
+            self.query_one(selector).focus()
+
+        return focus
+
+    # --- introspection (tests, benchmark) --------------------------------------------------
+
+    @property
+    def shown_state(self) -> State:
+        """The newest snapshot received (drawn, or about to be)."""
+        return self._state
+
+    def force_render(self) -> None:
+        """Draw the newest snapshot now (tests and the benchmark)."""
+        if self._render_timer is not None:
+            self._render_timer.stop()
+            self._render_timer = None
+        self._draw(self._state)
+
+
+def _runner(app: App[int], action: str) -> Callable[[], object]:
+    async def run() -> None:
+        await app.run_action(action)
+
+    return run
+
+
+def _since(items: tuple[_T, ...], seen: _T | None) -> tuple[_T, ...]:
+    if not items or (seen is not None and items[-1] is seen):
+        return ()
+    if seen is None:
+        return items
+    for index in range(len(items) - 1, -1, -1):
+        if items[index] is seen:
+            return items[index + 1 :]
+    return items
+
+
+def _with_reason_text(summary: Summary, text: str) -> Summary:
+    from dataclasses import replace
+
+    return replace(summary, reason_text=text)
+
+
+__all__ = ["FishtalkApp"]

@@ -1,0 +1,1 @@
+"""Screens of the fishtalk TUI (help, ended)."""

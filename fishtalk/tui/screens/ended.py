@@ -1,0 +1,107 @@
+"""The ended screen: why the session ended and a short summary, then exit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.events import Click
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from fishtalk.conversation import State, describe_end_reason
+from fishtalk.tui.safe import clean
+from fishtalk.tui.widgets.status import format_duration
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What the ended screen reports."""
+
+    reason: str
+    reason_text: str
+    turns: int
+    user_turns: int
+    agent_turns: int
+    tools: int
+    tool_failures: int
+    errors: int
+    duration: float
+    exit_code: int
+
+    @classmethod
+    def from_state(cls, state: State, *, reason: str | None, exit_code: int) -> Summary:
+        """Summarise a (normally ended) state."""
+        final_reason = reason or state.end_reason or "ended"
+        said = [s for s in state.transcript if s.text.strip()]
+        user = sum(1 for s in said if s.role == "user")
+        ok = ("completed", "ok", "running")
+        failures = sum(1 for c in state.tools if c.display_status not in ok)
+        return cls(
+            reason=final_reason,
+            reason_text=describe_end_reason(final_reason),
+            turns=len(said),
+            user_turns=user,
+            agent_turns=len(said) - user,
+            tools=len(state.tools),
+            tool_failures=failures,
+            errors=len(state.errors),
+            duration=state.clock.elapsed(),
+            exit_code=exit_code,
+        )
+
+
+class EndedScreen(ModalScreen[None]):
+    """Shows the summary; any key (or the linger timer) dismisses it and the app exits."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,enter,space,q", "close", "Exit", show=True),
+    ]
+
+    def __init__(self, summary: Summary, *, linger: float | None) -> None:
+        super().__init__()
+        self.summary = summary
+        self._linger = linger
+
+    def compose(self) -> ComposeResult:
+        """Reason, numbers, and how to leave."""
+        s = self.summary
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column()
+        table.add_row("duration", format_duration(s.duration))
+        table.add_row("turns", f"{s.turns} ({s.user_turns} you, {s.agent_turns} agent)")
+        tools = f"{s.tools}" + (f" ({s.tool_failures} failed)" if s.tool_failures else "")
+        table.add_row("tools", tools)
+        if s.errors:
+            table.add_row("errors", str(s.errors))
+        with Vertical(id="ended-box"):
+            yield Static(Text("■ Session ended", style="bold"), id="ended-title")
+            yield Static(Text(clean(s.reason_text)), id="ended-reason")
+            yield Static(table, id="ended-table")
+            hint = "Press any key to exit."
+            yield Static(Text(hint, style="dim"), id="ended-hint")
+
+    def on_mount(self) -> None:
+        """Exit by itself after the linger time (if any)."""
+        if self._linger is not None:
+            self.set_timer(self._linger, self.action_close)
+
+    def on_key(self) -> None:
+        """Any key exits."""
+        self.action_close()
+
+    def on_click(self, event: Click) -> None:
+        """A click exits too."""
+        del event
+        self.action_close()
+
+    def action_close(self) -> None:
+        """Dismiss; the app exits with the session's exit code."""
+        if self.is_active:
+            self.dismiss(None)

@@ -1,0 +1,64 @@
+"""The ``?`` help screen: every action with its current key."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from fishtalk.tui.keys import ACTIONS
+
+
+def key_label(key: str) -> str:
+    """A short human label for a Textual key string (``ctrl+x`` -> ``^x``)."""
+    parts = []
+    for one in key.split(","):
+        one = one.strip()
+        one = {"question_mark": "?", "escape": "Esc", "tab": "Tab", "enter": "Enter"}.get(one, one)
+        parts.append(one.replace("ctrl+", "^"))
+    return " / ".join(parts)
+
+
+def help_table(keymap: Mapping[str, str]) -> Table:
+    """A two-column table: key, what it does."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    table.add_row("Enter", "Send the typed message (typing tells the agent you are active).")
+    for spec in ACTIONS:
+        table.add_row(key_label(keymap.get(spec.id, spec.key)), Text(spec.help))
+    table.add_row("^p", "Command palette: every action by name.")
+    table.add_row("↑ ↓ PgUp PgDn", "Scroll the transcript; End follows it again.")
+    rebind = 'Rebind keys in the config file: [ui.keys] hangup = "f10"'
+    table.add_row("", Text(rebind, style="dim"))
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists the keys; any of Esc, ?, F1 or q closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,question_mark,f1,q", "dismiss_help", "Close", show=True),
+    ]
+
+    def __init__(self, keymap: Mapping[str, str]) -> None:
+        super().__init__()
+        self._keymap = dict(keymap)
+
+    def compose(self) -> ComposeResult:
+        """A titled box with the key table."""
+        with Vertical(id="help-box"):
+            yield Static(Text("fishtalk keys", style="bold"), id="help-title")
+            yield Static(help_table(self._keymap), id="help-table")
+            yield Static(Text("Esc closes this screen.", style="dim"))
+
+    def action_dismiss_help(self) -> None:
+        """Close the help screen."""
+        self.dismiss(None)

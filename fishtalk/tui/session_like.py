@@ -1,0 +1,76 @@
+"""What the TUI needs from a session: a small structural protocol.
+
+The real :class:`fishtalk.session.Session` satisfies it, and so does the pure test
+driver in the TUI tests. The TUI only ever talks to a session through this surface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from fishtalk.audio.base import AudioLevels
+    from fishtalk.conversation import State
+
+
+class EndResultLike(Protocol):
+    """How a session ended: a reason for people and an exit code for the shell."""
+
+    @property
+    def reason(self) -> str:
+        """Why the session ended (e.g. ``user_hangup``, ``connection_lost``)."""
+        ...
+
+    @property
+    def exit_code(self) -> int:
+        """The process exit code matching the reason (see fishtalk.errors)."""
+        ...
+
+
+class SessionLike(Protocol):
+    """The commands and observations a front end uses; commands return at once."""
+
+    @property
+    def state(self) -> State:
+        """The latest reduced conversation state."""
+        ...
+
+    def add_listener(self, fn: Callable[[State], None]) -> None:
+        """Call ``fn`` on the event loop after every reduction."""
+        ...
+
+    async def run(self) -> EndResultLike:
+        """Run the session until it has ended."""
+        ...
+
+    def send_text(self, text: str, audio: bool | None = None) -> None:
+        """Send a typed user turn."""
+        ...
+
+    def activity(self) -> None:
+        """Tell the agent the user is active (typing)."""
+        ...
+
+    def interrupt(self) -> None:
+        """Interrupt the agent's speech."""
+        ...
+
+    def set_muted(self, muted: bool) -> None:
+        """Mute or unmute the microphone."""
+        ...
+
+    def set_spoken(self, spoken: bool) -> None:
+        """Ask for spoken replies (True) or text-only replies (False)."""
+        ...
+
+    def hangup(self) -> None:
+        """End the session cleanly."""
+        ...
+
+    def audio_levels(self) -> AudioLevels:
+        """Current mic and agent levels (cheap; polled at about 20 Hz)."""
+        ...
+
+
+__all__ = ["EndResultLike", "SessionLike"]

@@ -1,0 +1,1 @@
+"""Widgets of the fishtalk TUI; each renders part of ``conversation.State``."""

@@ -1,0 +1,174 @@
+"""The status widgets: agent state, connection, session clock, mic and reply mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Final
+
+from rich.text import Text
+from textual.widgets import Static
+
+from fishtalk.conversation import State, describe_end_reason
+from fishtalk.protocol import AGENT_STATES
+from fishtalk.tui.safe import clean
+
+
+@dataclass(frozen=True, slots=True)
+class StateLook:
+    """How one agent state looks: a glyph (so it reads without colour) and a CSS class."""
+
+    glyph: str
+    label: str
+
+
+AGENT_LOOKS: Final[dict[str, StateLook]] = {
+    "initializing": StateLook("◌", "initializing"),
+    "idle": StateLook("○", "idle"),
+    "listening": StateLook("◉", "listening"),
+    "thinking": StateLook("◐", "thinking"),
+    "speaking": StateLook("◆", "speaking"),
+    "unknown": StateLook("?", "unknown"),
+}
+"""One distinct glyph per agent state; colours come from app.tcss (``-state-NAME``)."""
+
+
+def agent_state_key(state: State) -> str:
+    """The display key for the agent state: a known state, else ``unknown``."""
+    raw = state.agent_state
+    if state.mode == "speaking" and raw in (None, "listening", "thinking", "idle"):
+        # An agent transcript segment is open: it is speaking, whatever the sticky
+        # attribute last said (the web SDK derives its mode the same way).
+        return "speaking"
+    if raw is None:
+        return "initializing"
+    return raw if raw in AGENT_STATES else "unknown"
+
+
+def format_duration(seconds: float) -> str:
+    """``m:ss`` (or ``h:mm:ss``) for a non-negative number of seconds."""
+    total = max(0, int(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{minutes}:{secs:02d}"
+
+
+class AgentIndicator(Static):
+    """The agent's pipeline state: glyph, label and a colour class per state."""
+
+    STATES: ClassVar[tuple[str, ...]] = tuple(AGENT_LOOKS)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._key = ""
+        self._raw: str | None = None
+
+    def show(self, state: State) -> None:
+        """Render the state's agent indicator (no-op when unchanged)."""
+        key = agent_state_key(state)
+        if key == self._key and state.agent_state == self._raw:
+            return
+        self._key, self._raw = key, state.agent_state
+        for name in self.STATES:
+            self.set_class(name == key, f"-state-{name}")
+        look = AGENT_LOOKS[key]
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{look.glyph} ", style="bold")
+        label = look.label if key != "unknown" else f"unknown ({clean(state.agent_state or '')})"
+        text.append(label)
+        self.update(text)
+
+
+_STATUS_GLYPHS: Final = {
+    "connecting": "⋯",
+    "connected": "●",
+    "reconnecting": "↻",
+    "ended": "■",
+}
+
+
+class ConnectionStatus(Static):
+    """Connecting / connected / reconnecting / ended (and why)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: tuple[str, str | None] | None = None
+
+    def show(self, state: State) -> None:
+        """Render the connection status (no-op when unchanged)."""
+        key = (state.status, state.end_reason)
+        if key == self._shown:
+            return
+        self._shown = key
+        for name in _STATUS_GLYPHS:
+            self.set_class(name == state.status, f"-{name}")
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{_STATUS_GLYPHS[state.status]} {state.status}")
+        if state.ended and state.end_reason:
+            text.append(f": {clean(describe_end_reason(state.end_reason))}")
+        self.update(text)
+
+
+class SessionClock(Static):
+    """Elapsed time against the session's maximum duration."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown = ""
+
+    def show(self, state: State, now: float) -> None:
+        """Render the clock for wall time ``now`` (the session's monotonic clock)."""
+        clock = state.clock
+        if clock.connected_at is None:
+            elapsed = 0.0
+        elif clock.ended_at is not None:
+            elapsed = clock.elapsed()
+        else:
+            elapsed = max(clock.now, now) - clock.connected_at
+        text = f"⏱ {format_duration(elapsed)}"
+        if clock.max_duration_seconds:
+            text += f" / {format_duration(clock.max_duration_seconds)}"
+            remaining = clock.max_duration_seconds - elapsed
+            self.set_class(not state.ended and remaining <= 60, "-warning")
+        if text != self._shown:
+            self._shown = text
+            self.update(Text(text, no_wrap=True))
+
+
+class ModeFlags(Static):
+    """Microphone (live / muted / none) and reply mode (spoken / text-only)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: tuple[bool, bool, bool] | None = None
+
+    def show(self, state: State, *, audio: bool) -> None:
+        """Render the flags (no-op when unchanged)."""
+        key = (state.muted, state.spoken, audio)
+        if key == self._shown:
+            return
+        self._shown = key
+        self.set_class(state.muted, "-muted")
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if not audio:
+            text.append("mic: none", style="dim")
+        elif state.muted:
+            text.append("mic: MUTED", style="bold reverse")
+        else:
+            text.append("mic: live")
+        text.append("  ")
+        text.append("replies: spoken" if state.spoken else "replies: text-only")
+        self.update(text)
+
+
+__all__ = [
+    "AGENT_LOOKS",
+    "AgentIndicator",
+    "ConnectionStatus",
+    "ModeFlags",
+    "SessionClock",
+    "StateLook",
+    "agent_state_key",
+    "format_duration",
+]

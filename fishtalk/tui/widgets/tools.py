@@ -1,0 +1,302 @@
+"""The tool-activity panel: one card per tool call, newest at the bottom.
+
+A card shows the tool's name, where it runs, a live elapsed time, its state, input and
+output (one line collapsed, pretty-printed when expanded), truncation badges, errors and,
+for client tools, what our local handler returned. The panel is one focus stop: up/down
+select a card, enter expands or collapses it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Final
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.events import Click
+from textual.message import Message
+from textual.widgets import Static
+
+from fishtalk.conversation import ToolCard
+from fishtalk.tui.safe import clean, pretty_payload, safe_text
+from fishtalk.tui.widgets.status import format_duration
+
+MAX_CARDS: Final = 100
+"""Cards kept mounted; older ones are summarised in a header line."""
+_ONE_LINE: Final = 120
+
+_STATUS_STYLE: Final = {
+    "running": "bold yellow",
+    "completed": "bold green",
+    "ok": "bold green",
+    "failed": "bold red",
+    "error": "bold red",
+    "timeout": "bold red",
+    "declined": "bold magenta",
+    "unknown": "bold red",
+}
+
+_STATUS_LOOK: Final = {
+    "running": ("◔", "running"),
+    "completed": ("✓", "completed"),
+    "ok": ("✓", "ok"),
+    "failed": ("✕", "failed"),
+    "error": ("✕", "error"),
+    "timeout": ("⌛", "timed out"),
+    "declined": ("⊘", "declined"),
+    "unknown": ("?", "no handler"),
+}
+
+
+def _status(status: str) -> tuple[str, str]:
+    return _STATUS_LOOK.get(status, ("?", clean(status)))
+
+
+def _style(status: str) -> str:
+    return _STATUS_STYLE.get(status, "bold")
+
+
+def _one_line(raw: str) -> str:
+    flat = " ".join(raw.split())
+    return flat if len(flat) <= _ONE_LINE else flat[: _ONE_LINE - 1] + "…"
+
+
+def card_elapsed(card: ToolCard, now: float) -> float | None:
+    """Seconds the call has run (live while running, fixed once finished)."""
+    if card.duration is not None:
+        return card.duration
+    start = card.started_at
+    if start is None and card.client is not None:
+        start = card.client.started_at
+    if start is None:
+        return None
+    end = card.ended_at
+    if end is None and card.client is not None and card.client.ended_at is not None:
+        end = card.client.ended_at
+    return max(0.0, (end if end is not None else now) - start)
+
+
+def _fmt_seconds(seconds: float) -> str:
+    return f"{seconds:.1f}s" if seconds < 60 else format_duration(seconds)
+
+
+def render_card(card: ToolCard, now: float, *, expanded: bool) -> Text:
+    """The whole card as inert text (remote strings never parsed as markup)."""
+    status = card.display_status
+    glyph, label = _status(status)
+    text = Text(overflow="fold")
+    text.append(f"{glyph} ", style=_style(status))
+    text.append_text(safe_text(card.tool_name, "bold"))
+    text.append("  ")
+    text.append_text(safe_text(card.source, "dim"))
+    elapsed = card_elapsed(card, now)
+    if elapsed is not None:
+        text.append(f"  {_fmt_seconds(elapsed)}", style="dim")
+    text.append(f"  {label}", style=_style(status))
+    if card.node_id:
+        text.append("  node ", style="dim")
+        text.append_text(safe_text(card.node_id, "dim"))
+
+    def payload(name: str, raw: str | None, truncated: bool) -> None:
+        if raw is None:
+            return
+        text.append(f"\n{name} ", style="bold dim")
+        if truncated:
+            text.append("[truncated]", style="reverse")
+            text.append(" ")
+        if expanded:
+            text.append("\n")
+            text.append_text(safe_text(pretty_payload(raw)))
+        else:
+            text.append_text(safe_text(_one_line(raw)))
+
+    payload("in ", card.input, card.input_truncated)
+    payload("out", card.output, card.output_truncated)
+    if card.error:
+        text.append("\n✕ ", style=_style("failed"))
+        error = card.error if expanded else _one_line(card.error)
+        text.append_text(safe_text(error, _style("failed")))
+    client = card.client
+    if client is not None:
+        cglyph, clabel = _status(client.status)
+        text.append("\nlocal ", style="bold dim")
+        text.append(f"{cglyph} {clabel}", style=_style(client.status))
+        if client.duration is not None:
+            text.append(f" {_fmt_seconds(client.duration)}", style="dim")
+        if not client.expects_response:
+            text.append(" (no reply expected)", style="dim")
+        if client.params and expanded:
+            text.append("\nparams ", style="bold dim")
+            text.append("\n")
+            text.append_text(safe_text(pretty_payload(_json(client.params))))
+        shown = client.error or client.result_preview
+        if shown:
+            text.append("\n→ ", style="dim")
+            text.append_text(safe_text(pretty_payload(shown) if expanded else _one_line(shown)))
+    return text
+
+
+def _json(value: object) -> str:
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+class ToolCardView(Static):
+    """One card; re-rendered only when its card changed or (while running) each second."""
+
+    DEFAULT_CSS = """
+    ToolCardView { height: auto; }
+    """
+
+    class Toggled(Message):
+        """The card was clicked: expand or collapse it."""
+
+        def __init__(self, card: ToolCardView) -> None:
+            super().__init__()
+            self.card = card
+
+    def __init__(self, card: ToolCard, now: float, *, expanded: bool = False) -> None:
+        super().__init__(classes="tool-card")
+        self.card = card
+        self.expanded = expanded
+        self._now = now
+        self._paint()
+
+    @property
+    def running(self) -> bool:
+        """Whether the live elapsed time still moves."""
+        return self.card.display_status == "running"
+
+    def _paint(self) -> None:
+        status = self.card.display_status
+        for name in ("running", "failed", "error", "timeout", "unknown"):
+            self.set_class(status == name, f"-{name}")
+        self.update(render_card(self.card, self._now, expanded=self.expanded))
+
+    def show(self, card: ToolCard, now: float) -> None:
+        """Update to ``card`` at time ``now`` (skipped when nothing visible changed)."""
+        if card is self.card and not self.running:
+            return
+        self.card, self._now = card, now
+        self._paint()
+
+    def set_expanded(self, expanded: bool) -> None:
+        """Expand or collapse the payloads."""
+        if expanded != self.expanded:
+            self.expanded = expanded
+            self.set_class(expanded, "-expanded")
+            self._paint()
+
+    def on_click(self, event: Click) -> None:
+        """Clicking a card toggles it."""
+        event.stop()
+        self.post_message(self.Toggled(self))
+
+
+class ToolPanel(VerticalScroll, can_focus=True):
+    """All tool cards, keyed by call id; one focus stop with its own selection."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "select(-1)", "Previous tool", show=False),
+        Binding("down", "select(1)", "Next tool", show=False),
+        Binding("enter,space", "toggle_card", "Expand/collapse", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._cards: dict[str, ToolCardView] = {}
+        self._source: tuple[ToolCard, ...] = ()
+        self._selected: str | None = None
+        self._hidden = Static("", classes="tools-note")
+        self._empty = Static(Text("no tool calls yet", style="dim"), classes="tools-note")
+
+    def compose(self) -> ComposeResult:
+        """Start with the empty note."""
+        yield self._empty
+
+    @property
+    def card_views(self) -> list[ToolCardView]:
+        """Mounted card views, oldest first."""
+        return list(self._cards.values())
+
+    def view(self, call_id: str) -> ToolCardView | None:
+        """The card view for a call id, if mounted."""
+        return self._cards.get(call_id)
+
+    def show(self, cards: tuple[ToolCard, ...], now: float) -> None:
+        """Sync the mounted cards with ``cards`` (newest :data:`MAX_CARDS` only)."""
+        if cards is self._source:
+            for view in self._cards.values():
+                if view.running:
+                    view.show(view.card, now)
+            return
+        self._source = cards
+        ordered = sorted(cards, key=lambda c: c.seq)
+        hidden = max(0, len(ordered) - MAX_CARDS)
+        ordered = ordered[hidden:]
+        keep = {c.call_id for c in ordered}
+        for call_id in [k for k in self._cards if k not in keep]:
+            self._cards.pop(call_id).remove()
+        follow = self.scroll_offset.y >= self.max_scroll_y
+        new: list[ToolCardView] = []
+        for card in ordered:
+            existing = self._cards.get(card.call_id)
+            if existing is None:
+                view = ToolCardView(card, now, expanded=False)
+                self._cards[card.call_id] = view
+                new.append(view)
+            else:
+                existing.show(card, now)
+        if cards and self._empty.is_mounted:
+            self._empty.remove()
+        if hidden:
+            self._hidden.update(Text(f"… {hidden} earlier tool calls not shown", style="dim"))
+            if not self._hidden.is_mounted:
+                self.mount(self._hidden, before=0)
+        if new:
+            self.mount_all(new)
+            if follow:
+                self.call_after_refresh(self.scroll_end, animate=False)
+
+    def _ids(self) -> list[str]:
+        return list(self._cards)
+
+    def action_select(self, step: int) -> None:
+        """Move the selection up or down."""
+        ids = self._ids()
+        if not ids:
+            return
+        if self._selected not in self._cards:
+            index = len(ids) - 1 if step < 0 else 0
+        else:
+            index = max(0, min(len(ids) - 1, ids.index(self._selected) + step))
+        self._select(ids[index])
+
+    def _select(self, call_id: str) -> None:
+        for key, view in self._cards.items():
+            view.set_class(key == call_id, "-selected")
+        self._selected = call_id
+        self._cards[call_id].scroll_visible(animate=False)
+
+    def action_toggle_card(self) -> None:
+        """Expand or collapse the selected card (the newest if none is selected)."""
+        if not self._cards:
+            return
+        if self._selected not in self._cards:
+            self._select(self._ids()[-1])
+        assert self._selected is not None
+        view = self._cards[self._selected]
+        view.set_expanded(not view.expanded)
+
+    def on_tool_card_view_toggled(self, message: ToolCardView.Toggled) -> None:
+        """A click selects and toggles a card."""
+        self._select(message.card.card.call_id)
+        message.card.set_expanded(not message.card.expanded)
+
+
+__all__ = ["MAX_CARDS", "ToolCardView", "ToolPanel", "card_elapsed", "render_card"]
