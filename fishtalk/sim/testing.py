@@ -1,0 +1,305 @@
+"""Pytest helpers for tests that join real ``livekit.rtc.Room`` clients to the sim server.
+
+Load as a plugin (``pytest_plugins = ["fishtalk.sim.testing"]`` in the top-level
+conftest) or import the fixtures into a conftest. Everything that waits takes a timeout,
+so a broken scenario fails instead of hanging. Tests using these need the network
+namespace (mark them ``@pytest.mark.webrtc``).
+
+Fixtures:
+
+* ``sim_server``: a started :class:`~fishtalk.sim.server.SimServer` (stopped afterwards).
+* ``room_factory``: ``await room_factory(room, identity, kind=..., attributes=...)``
+  connects a new ``rtc.Room`` with a minted token and returns a :class:`Client`; every
+  client is disconnected at teardown.
+
+Helpers: :class:`Events` records room events and waits for them; :func:`wait_until`
+polls a condition; :func:`feed_sine` / :func:`dominant_frequency` drive and analyse audio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from livekit import rtc
+from livekit.rtc.room import EventTypes
+
+from fishtalk.sim.server import ParticipantKindName, SimServer
+
+DEFAULT_WAIT = 10.0
+"""Seconds any helper waits before failing."""
+
+
+@dataclass
+class _Waiter:
+    name: str
+    predicate: Callable[..., bool] | None
+    future: asyncio.Future[tuple[Any, ...]]
+
+
+@dataclass
+class Events:
+    """Records every emission of the named room events and waits for them.
+
+    ``events.seen["participant_connected"]`` lists the argument tuples received so far;
+    ``await events.wait("data_received", lambda p: p.topic == "x")`` returns the first
+    matching argument tuple (already seen or future) or raises TimeoutError.
+    """
+
+    room: rtc.Room
+    names: tuple[EventTypes, ...] = (
+        "participant_connected",
+        "participant_disconnected",
+        "data_received",
+        "participant_attributes_changed",
+        "track_published",
+        "track_subscribed",
+        "track_unsubscribed",
+        "connection_state_changed",
+        "reconnecting",
+        "reconnected",
+        "disconnected",
+    )
+    seen: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    _waiters: list[_Waiter] = field(default_factory=list)
+    _consumed: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in self.names:
+            self.seen.setdefault(name, [])
+            self.room.on(name, self._recorder(name))
+
+    def _recorder(self, name: EventTypes) -> Callable[..., None]:
+        def record(*args: Any) -> None:
+            self.seen[name].append(args)
+            for waiter in list(self._waiters):
+                if waiter.name != name or waiter.future.done():
+                    continue
+                if waiter.predicate is None or waiter.predicate(*args):
+                    waiter.future.set_result(args)
+                    self._waiters.remove(waiter)
+
+        return record
+
+    async def wait(
+        self,
+        name: str,
+        predicate: Callable[..., bool] | None = None,
+        *,
+        within: float = DEFAULT_WAIT,
+        include_past: bool = True,
+    ) -> tuple[Any, ...]:
+        """The first ``name`` emission matching ``predicate`` (past ones count by default)."""
+        if name not in self.seen:
+            raise ValueError(f"event {name!r} is not recorded (add it to names)")
+        if include_past:
+            for args in self.seen[name]:
+                if predicate is None or predicate(*args):
+                    return args
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(name, predicate, loop.create_future())
+        self._waiters.append(waiter)
+        try:
+            return await asyncio.wait_for(waiter.future, within)
+        except TimeoutError:
+            raise TimeoutError(f"no {name!r} event within {within:.1f} s") from None
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+    async def next(
+        self,
+        name: str,
+        predicate: Callable[..., bool] | None = None,
+        *,
+        within: float = DEFAULT_WAIT,
+    ) -> tuple[Any, ...]:
+        """The next ``name`` emission after those already returned by :meth:`next`."""
+        if name not in self.seen:
+            raise ValueError(f"event {name!r} is not recorded (add it to names)")
+        start = self._consumed.get(name, 0)
+
+        def done() -> tuple[Any, ...] | None:
+            for index in range(start, len(self.seen[name])):
+                args = self.seen[name][index]
+                if predicate is None or predicate(*args):
+                    self._consumed[name] = index + 1
+                    return args
+            return None
+
+        deadline = time.monotonic() + within
+        while True:
+            found = done()
+            if found is not None:
+                return found
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no further {name!r} event within {within:.1f} s")
+            with contextlib.suppress(TimeoutError):
+                await self.wait(name, None, within=min(remaining, 0.5), include_past=False)
+
+
+@dataclass
+class Client:
+    """A connected room plus its event recorder."""
+
+    room: rtc.Room
+    events: Events
+    identity: str
+
+    @property
+    def local(self) -> rtc.LocalParticipant:
+        """The room's local participant."""
+        return self.room.local_participant
+
+
+class RoomFactory(Protocol):
+    """Connects a new client to the sim server (see the ``room_factory`` fixture)."""
+
+    def __call__(
+        self,
+        room: str,
+        identity: str,
+        *,
+        kind: ParticipantKindName = "standard",
+        name: str | None = None,
+        attributes: Mapping[str, str] | None = None,
+    ) -> Awaitable[Client]: ...
+
+
+async def connect_client(
+    server: SimServer,
+    room: str,
+    identity: str,
+    *,
+    kind: ParticipantKindName = "standard",
+    name: str | None = None,
+    attributes: Mapping[str, str] | None = None,
+    within: float = DEFAULT_WAIT,
+) -> Client:
+    """Connect a new ``rtc.Room`` as ``identity``; events are recorded from before connect."""
+    lk_room = rtc.Room()
+    events = Events(lk_room)
+    token = server.mint_token(room, identity, kind=kind, name=name, attributes=attributes)
+    await asyncio.wait_for(lk_room.connect(server.ws_url, token), within)
+    return Client(lk_room, events, identity)
+
+
+async def wait_until(
+    condition: Callable[[], bool], *, within: float = DEFAULT_WAIT, interval: float = 0.02
+) -> None:
+    """Poll ``condition`` until true; TimeoutError after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met within {within:.1f} s")
+        await asyncio.sleep(interval)
+
+
+async def feed_sine(
+    source: rtc.AudioSource,
+    frequency: float,
+    *,
+    seconds: float | None = None,
+    amplitude: float = 0.3,
+    frame_ms: int = 10,
+) -> None:
+    """Feed a sine to ``source`` in real time (forever when ``seconds`` is None).
+
+    Real-time pacing matters: AudioSource queues up to a second, so feeding faster than
+    real time makes every latency figure wrong.
+    """
+    rate, channels = source.sample_rate, source.num_channels
+    per_frame = rate * frame_ms // 1000
+    total = None if seconds is None else int(seconds * rate)
+    sent = 0
+    start = time.monotonic()
+    while total is None or sent < total:
+        n = np.arange(sent, sent + per_frame)
+        wave = np.sin(2 * math.pi * frequency * n / rate) * amplitude * 32767
+        samples = np.repeat(wave.astype(np.int16), channels)
+        await source.capture_frame(rtc.AudioFrame(samples.tobytes(), rate, channels, per_frame))
+        sent += per_frame
+        ahead = sent / rate - (time.monotonic() - start)
+        if ahead > 0.02:
+            await asyncio.sleep(ahead - 0.02)
+
+
+def dominant_frequency(samples: npt.NDArray[np.int16], sample_rate: int) -> float:
+    """The strongest frequency (Hz) in mono ``samples`` (Hann window, FFT peak)."""
+    x = samples.astype(np.float64)
+    if x.size == 0:
+        return 0.0
+    spectrum = np.abs(np.fft.rfft(x * np.hanning(x.size)))
+    spectrum[0] = 0.0
+    return float(np.argmax(spectrum) * sample_rate / x.size)
+
+
+async def collect_audio(
+    track: rtc.Track, *, seconds: float, sample_rate: int = 48000, within: float = DEFAULT_WAIT
+) -> npt.NDArray[np.int16]:
+    """Receive ``seconds`` of mono audio from a remote track (TimeoutError after ``within``)."""
+    stream = rtc.AudioStream(track, sample_rate=sample_rate, num_channels=1)
+    wanted = int(seconds * sample_rate)
+    chunks: list[npt.NDArray[np.int16]] = []
+
+    async def gather() -> None:
+        have = 0
+        async for event in stream:
+            chunk = np.frombuffer(event.frame.data, dtype=np.int16).copy()
+            chunks.append(chunk)
+            have += chunk.size
+            if have >= wanted:
+                return
+
+    try:
+        await asyncio.wait_for(gather(), within)
+    finally:
+        await stream.aclose()
+    return np.concatenate(chunks)[:wanted] if chunks else np.zeros(0, dtype=np.int16)
+
+
+@pytest.fixture
+async def sim_server() -> AsyncIterator[SimServer]:
+    """A started SimServer on 127.0.0.1 (random port), stopped after the test."""
+    server = SimServer()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest.fixture
+async def room_factory(sim_server: SimServer) -> AsyncIterator[RoomFactory]:
+    """Connect clients to ``sim_server``; all are disconnected after the test."""
+    clients: list[Client] = []
+
+    async def make(
+        room: str,
+        identity: str,
+        *,
+        kind: ParticipantKindName = "standard",
+        name: str | None = None,
+        attributes: Mapping[str, str] | None = None,
+    ) -> Client:
+        client = await connect_client(
+            sim_server, room, identity, kind=kind, name=name, attributes=attributes
+        )
+        clients.append(client)
+        return client
+
+    try:
+        yield make
+    finally:
+        for client in clients:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(client.room.disconnect(), 5.0)

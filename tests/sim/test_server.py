@@ -1,0 +1,299 @@
+"""The loopback LiveKit server, exercised by real ``livekit.rtc.Room`` clients.
+
+Run inside the network namespace:
+``.venv/bin/python -m fishtalk.sim.netns -- .venv/bin/pytest tests/sim -q``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+
+import aiohttp
+import pytest
+from livekit import rtc
+
+from fishtalk.protocol import ATTR_AGENT_STATE, TOPIC_TRANSCRIPTION
+from fishtalk.sim.server import SimServer
+from fishtalk.sim.testing import (
+    Client,
+    RoomFactory,
+    collect_audio,
+    connect_client,
+    dominant_frequency,
+    feed_sine,
+    wait_until,
+)
+
+pytestmark = pytest.mark.webrtc
+
+ROOM = "room-test"
+
+
+def _identity_is(identity: str) -> Callable[[rtc.RemoteParticipant], bool]:
+    return lambda p: p.identity == identity
+
+
+async def _connect_error(server: SimServer, token: str) -> str:
+    room = rtc.Room()
+    with pytest.raises(rtc.ConnectError) as info:
+        await asyncio.wait_for(room.connect(server.ws_url, token), 20)
+    return info.value.message
+
+
+async def test_join_with_jwt_and_presence(room_factory: RoomFactory, sim_server: SimServer) -> None:
+    alice = await room_factory(ROOM, "alice")
+    bob = await room_factory(ROOM, "bob", name="Bob")
+
+    await alice.events.wait("participant_connected", _identity_is("bob"))
+    assert set(bob.room.remote_participants) == {"alice"}
+    assert alice.room.remote_participants["bob"].name == "Bob"
+    assert bob.room.local_participant.sid.startswith("PA_")
+    assert bob.room.name == ROOM
+    assert sim_server.participants(ROOM) == ["alice", "bob"]
+
+    await bob.room.disconnect()
+    await alice.events.wait("participant_disconnected", _identity_is("bob"))
+    await sim_server.wait_for_participants(ROOM, {"alice"})
+    assert "bob" not in alice.room.remote_participants
+
+
+async def test_bad_signature_is_refused_with_the_reason(sim_server: SimServer) -> None:
+    forger = SimServer(api_key=sim_server.api_key, api_secret="not-the-secret-" * 3)
+    message = await _connect_error(sim_server, forger.mint_token(ROOM, "mallory"))
+    assert "bad signature" in message
+    assert sim_server.participants(ROOM) == []
+
+
+async def test_expired_token_is_refused_with_the_reason(sim_server: SimServer) -> None:
+    token = sim_server.mint_token(ROOM, "late", ttl=timedelta(minutes=-5))
+    message = await _connect_error(sim_server, token)
+    assert "expired" in message
+
+
+async def test_closed_room_is_refused_with_the_reason(
+    room_factory: RoomFactory, sim_server: SimServer
+) -> None:
+    alice = await room_factory(ROOM, "alice")
+    await sim_server.close_room(ROOM)
+    await alice.events.wait("disconnected")
+    message = await _connect_error(sim_server, sim_server.mint_token(ROOM, "bob"))
+    assert "closed" in message
+
+
+async def test_validate_explains_missing_and_wrong_tokens(sim_server: SimServer) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{sim_server.url}/rtc/validate") as resp:
+            assert resp.status == 401
+            assert "missing access token" in await resp.text()
+        other_key = SimServer(api_key="someone-else", api_secret=sim_server.api_secret)
+        headers = {"Authorization": f"Bearer {other_key.mint_token(ROOM, 'x')}"}
+        async with http.get(f"{sim_server.url}/rtc/validate", headers=headers) as resp:
+            assert resp.status == 401
+            assert "another API key" in await resp.text()
+        headers = {"Authorization": f"Bearer {sim_server.mint_token(ROOM, 'x')}"}
+        async with http.get(f"{sim_server.url}/rtc/validate", headers=headers) as resp:
+            assert resp.status == 200
+
+
+async def test_reliable_data_with_topic_honours_destinations(room_factory: RoomFactory) -> None:
+    alice = await room_factory(ROOM, "alice")
+    bob = await room_factory(ROOM, "bob")
+    carol = await room_factory(ROOM, "carol")
+    await alice.events.wait("participant_connected", _identity_is("carol"))
+
+    await alice.local.publish_data(b"for bob only", topic="private", destination_identities=["bob"])
+    await alice.local.publish_data(b"for everyone", topic="public")
+
+    (packet,) = await bob.events.next("data_received")
+    assert (packet.data, packet.topic, packet.participant.identity) == (
+        b"for bob only",
+        "private",
+        "alice",
+    )
+    assert packet.kind == rtc.DataPacketKind.KIND_RELIABLE
+    (packet,) = await bob.events.next("data_received")
+    assert packet.data == b"for everyone"
+    # Reliable data is ordered: had carol got the private packet, it would come first.
+    (packet,) = await carol.events.next("data_received")
+    assert (packet.data, packet.topic) == (b"for everyone", "public")
+
+
+async def _read_text(client: Client, topic: str) -> asyncio.Queue[tuple[str, str, dict[str, str]]]:
+    received: asyncio.Queue[tuple[str, str, dict[str, str]]] = asyncio.Queue()
+    tasks: set[asyncio.Task[None]] = set()
+
+    def handler(reader: rtc.TextStreamReader, identity: str) -> None:
+        async def read() -> None:
+            text = await reader.read_all()
+            received.put_nowait((identity, text, dict(reader.info.attributes or {})))
+
+        task = asyncio.ensure_future(read())
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    client.room.register_text_stream_handler(topic, handler)
+    return received
+
+
+async def test_text_streams_and_agent_speaking_for_the_user(room_factory: RoomFactory) -> None:
+    agent = await room_factory(ROOM, "agent", kind="agent")
+    user = await room_factory(ROOM, "user-0000abcd")
+    watcher = await room_factory(ROOM, "watcher")
+    user_texts = await _read_text(user, TOPIC_TRANSCRIPTION)
+    watcher_texts = await _read_text(watcher, TOPIC_TRANSCRIPTION)
+    await agent.events.wait("participant_connected", _identity_is("watcher"))
+
+    await agent.local.send_text("hello there", topic=TOPIC_TRANSCRIPTION)
+    identity, text, _ = await asyncio.wait_for(user_texts.get(), 10)
+    assert (identity, text) == ("agent", "hello there")
+
+    writer = await agent.local.stream_text(
+        topic=TOPIC_TRANSCRIPTION,
+        sender_identity="user-0000abcd",
+        attributes={"lk.transcription_final": "true"},
+    )
+    for word in ("what ", "you ", "said"):
+        await writer.write(word)
+    await writer.aclose()
+    await asyncio.wait_for(watcher_texts.get(), 10)  # the agent's greeting
+    identity, text, attributes = await asyncio.wait_for(watcher_texts.get(), 10)
+    assert (identity, text) == ("user-0000abcd", "what you said")
+    assert attributes["lk.transcription_final"] == "true"
+
+
+async def test_only_agents_may_speak_for_others(room_factory: RoomFactory) -> None:
+    impostor = await room_factory(ROOM, "impostor")
+    victim = await room_factory(ROOM, "victim")
+    texts = await _read_text(victim, "chat")
+    await impostor.events.wait("participant_connected", _identity_is("victim"))
+
+    writer = await impostor.local.stream_text(topic="chat", sender_identity="victim")
+    await writer.write("not me")
+    await writer.aclose()
+    identity, text, _ = await asyncio.wait_for(texts.get(), 10)
+    assert (identity, text) == ("impostor", "not me")
+
+
+async def test_attributes_are_sticky_for_late_joiners(room_factory: RoomFactory) -> None:
+    agent = await room_factory(ROOM, "agent", kind="agent", attributes={"role": "agent"})
+    user = await room_factory(ROOM, "user")
+
+    await agent.local.set_attributes({ATTR_AGENT_STATE: "listening", "extra": "1"})
+    await user.events.wait(
+        "participant_attributes_changed",
+        lambda changed, p: p.identity == "agent" and changed.get(ATTR_AGENT_STATE) == "listening",
+    )
+    await agent.local.set_attributes({ATTR_AGENT_STATE: "thinking", "extra": ""})
+    await user.events.wait(
+        "participant_attributes_changed",
+        lambda changed, p: changed.get(ATTR_AGENT_STATE) == "thinking",
+    )
+    assert agent.local.attributes == {"role": "agent", ATTR_AGENT_STATE: "thinking"}
+
+    late = await room_factory(ROOM, "late")
+    assert late.room.remote_participants["agent"].attributes == {
+        "role": "agent",
+        ATTR_AGENT_STATE: "thinking",
+    }
+    assert user.room.remote_participants["agent"].attributes == {
+        "role": "agent",
+        ATTR_AGENT_STATE: "thinking",
+    }
+
+
+async def test_opus_audio_is_relayed(room_factory: RoomFactory) -> None:
+    speaker = await room_factory(ROOM, "speaker")
+    listener = await room_factory(ROOM, "listener")
+
+    source = rtc.AudioSource(48000, 1)
+    track = rtc.LocalAudioTrack.create_audio_track("mic", source)
+    options = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+    publication = await speaker.local.publish_track(track, options)
+    feeding = asyncio.ensure_future(feed_sine(source, 440.0))
+    try:
+        remote_track, remote_pub, participant = await listener.events.wait("track_subscribed")
+        assert participant.identity == "speaker"
+        assert remote_pub.sid == publication.sid
+        assert remote_track.kind == rtc.TrackKind.KIND_AUDIO
+        samples = await collect_audio(remote_track, seconds=2.0, within=20)
+    finally:
+        feeding.cancel()
+        await asyncio.gather(feeding, return_exceptions=True)
+        await source.aclose()
+    tail = samples[-48000:]
+    assert abs(dominant_frequency(tail, 48000) - 440.0) < 5.0
+
+
+async def test_pings_keep_a_long_session_alive() -> None:
+    async with SimServer(ping_interval=1, ping_timeout=2) as server:
+        alice = await connect_client(server, ROOM, "alice")
+        bob = await connect_client(server, ROOM, "bob")
+        try:
+            await asyncio.sleep(5)  # longer than ping_timeout: only pongs keep it alive
+            assert alice.events.seen["reconnecting"] == []
+            assert alice.events.seen["disconnected"] == []
+            assert alice.room.connection_state == rtc.ConnectionState.CONN_CONNECTED
+            await alice.local.publish_data(b"still here", topic="t")
+            (packet,) = await bob.events.next("data_received")
+            assert packet.data == b"still here"
+        finally:
+            await alice.room.disconnect()
+            await bob.room.disconnect()
+
+
+async def test_resume_after_dropped_signalling(
+    room_factory: RoomFactory, sim_server: SimServer
+) -> None:
+    alice = await room_factory(ROOM, "alice", attributes={"colour": "blue"})
+    bob = await room_factory(ROOM, "bob")
+    await bob.local.set_attributes({"mood": "calm"})
+    await alice.events.wait("participant_attributes_changed")
+    sid_before = alice.local.sid
+
+    await sim_server.drop_signalling(ROOM, "alice")
+    await alice.events.wait("reconnected", within=20)
+
+    assert alice.local.sid == sid_before
+    assert alice.events.seen["disconnected"] == []
+    assert alice.room.remote_participants["bob"].attributes == {"mood": "calm"}
+    assert bob.room.remote_participants["alice"].attributes == {"colour": "blue"}
+    await alice.local.publish_data(b"after resume", topic="t")
+    (packet,) = await bob.events.next("data_received")
+    assert packet.data == b"after resume"
+    await bob.local.publish_data(b"reply", topic="t")
+    (packet,) = await alice.events.next("data_received")
+    assert packet.data == b"reply"
+    await alice.local.set_attributes({"colour": "green"})
+    await bob.events.wait(
+        "participant_attributes_changed", lambda changed, p: changed.get("colour") == "green"
+    )
+
+
+async def test_rejoin_after_forced_reconnect(
+    room_factory: RoomFactory, sim_server: SimServer
+) -> None:
+    alice = await room_factory(ROOM, "alice", attributes={"colour": "blue"})
+    bob = await room_factory(ROOM, "bob")
+    before = sim_server.participant(ROOM, "alice")
+    assert before is not None
+
+    await sim_server.force_reconnect(ROOM, "alice")
+    await alice.events.wait("reconnected", within=20)
+    await sim_server.wait_for_participants(ROOM, {"alice", "bob"})
+    after = sim_server.participant(ROOM, "alice")
+    assert after is not None
+    assert after.sid != before.sid  # a full rejoin, not a resume
+    assert after.sid.startswith("PA_")
+    await wait_until(
+        lambda: (
+            "alice" in bob.room.remote_participants
+            and bob.room.remote_participants["alice"].sid == after.sid
+        )
+    )
+    assert bob.room.remote_participants["alice"].attributes == {"colour": "blue"}
+
+    await alice.local.publish_data(b"back again", topic="t")
+    (packet,) = await bob.events.wait("data_received", lambda p: p.data == b"back again")
+    assert packet.participant.identity == "alice"
