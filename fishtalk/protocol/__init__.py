@@ -13,6 +13,7 @@ and kept in ``model_extra`` (for a debug view); unknown ``type`` values decode t
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
@@ -219,13 +220,44 @@ _CLIENT_EVENT_ADAPTER: Final[TypeAdapter[ClientEvent]] = TypeAdapter(ClientEvent
 # --- codec ----------------------------------------------------------------------------
 
 
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN/Infinity, which are not JSON; a peer's JSON.parse would choke.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 overflows to inf
+        raise ValueError(f"number out of range: {text[:40]}")
+    return value
+
+
+def _check_unicode(obj: object) -> None:
+    """Reject strings holding lone surrogates (legal as JSON escapes, not as Unicode).
+
+    They would make every later re-encode or render fail; iterative so depth is no issue.
+    """
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                item.encode("utf-8")  # raises UnicodeEncodeError (a ValueError)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
 def _load_object(payload: bytes | str) -> dict[str, Any]:
     try:
         text = payload.decode("utf-8") if isinstance(payload, bytes | bytearray) else payload
-        obj = json.loads(text)
+        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        _check_unicode(obj)
     except (ValueError, RecursionError, TypeError) as exc:
         # ValueError covers JSONDecodeError, UnicodeDecodeError and huge-int limits.
-        raise ProtocolError(f"malformed JSON: {exc}") from None
+        raise ProtocolError(f"malformed JSON: {str(exc)[:200]}") from None
     if not isinstance(obj, dict):
         raise ProtocolError(f"expected a JSON object, got {type(obj).__name__}")
     return obj
@@ -235,8 +267,11 @@ def _describe(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False):
         loc = ".".join(str(p) for p in err["loc"]) or "<message>"
+        if len(loc) > 80:  # deep nesting would otherwise give a kilobyte-long location
+            loc = loc[:77] + "..."
         parts.append(f"{loc}: {err['msg']}")
-    return "; ".join(parts)
+    text = "; ".join(parts)
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def decode_agent_event(payload: bytes | str) -> AgentEvent:
@@ -280,20 +315,40 @@ def decode_client_event(payload: bytes | str) -> ClientEvent | None:
         raise ProtocolError(f"invalid {kind!r} event: {detail}") from None
 
 
+def _to_bytes(data: object) -> bytes:
+    try:
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return text.encode("utf-8")
+    except (ValueError, RecursionError) as exc:
+        # NaN/inf, lone surrogates, over-long ints or runaway nesting: not sendable as JSON.
+        raise ProtocolError(f"cannot encode as JSON: {str(exc)[:200]}") from None
+
+
 def _dump(event: BaseModel) -> bytes:
-    data = event.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    # Drop declared optionals left at None, but keep unknown fields exactly as received
+    # (exclude_none would also drop an extra field whose value is null).
+    unset = {name for name in type(event).model_fields if getattr(event, name) is None}
+    try:
+        # mode="python": the JSON mode silently rewrites lone surrogates in dict keys.
+        data = event.model_dump(mode="python", by_alias=True, exclude=unset)
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolError(f"cannot encode as JSON: {str(exc)[:200]}") from None
+    return _to_bytes(data)
 
 
 def encode_client_event(event: ClientEvent) -> bytes:
-    """Encode a client event as compact UTF-8 JSON; unset optionals are omitted."""
+    """Encode a client event as compact UTF-8 JSON; unset optionals are omitted.
+
+    Raises :class:`ProtocolError` for values JSON cannot carry (NaN, infinities, lone
+    surrogates), so a peer never receives something its parser rejects.
+    """
     return _dump(event)
 
 
 def encode_agent_event(event: AgentEvent) -> bytes:
     """Encode an agent event (the sim's side). Unknown events are sent as their raw object."""
     if isinstance(event, UnknownAgentEvent):
-        return json.dumps(event.raw, separators=(",", ":"), ensure_ascii=False).encode()
+        return _to_bytes(event.raw)
     return _dump(event)
 
 
