@@ -215,7 +215,8 @@ async def test_every_agent_event_type(sim: Sim) -> None:
     await agent.send(p.AgentError(code="provider_error"))
     await agent.send(p.ClientToolCall(call_id="c1", tool_name="nope", expects_response=True))
     result = await agent.expect(p.ClientToolResult)
-    assert result.call_id == "c1" and result.is_error is True
+    assert result.call_id == "c1"
+    assert result.is_error is True
     state = await until(session, lambda s: len(s.tools) == 3 and len(s.errors) >= 2)
     card = state.tool("w1")
     assert card is not None
@@ -227,13 +228,15 @@ async def test_every_agent_event_type(sim: Sim) -> None:
         True,
     )
     failed = state.tool("m1")
-    assert failed is not None and (failed.status, failed.error, failed.source) == (
+    assert failed is not None
+    assert (failed.status, failed.error, failed.source) == (
         "failed",
         "boom",
         "mcp",
     )
     codes = [e.code for e in state.errors]
-    assert "provider_error" in codes and "tool_failed" in codes
+    assert "provider_error" in codes
+    assert "tool_failed" in codes
 
     await agent.send(p.SessionEnded(reason="escalated"))
     await until(session, lambda s: s.announced_end_reason == "escalated")
