@@ -52,6 +52,8 @@ DataHandler = Callable[[str, bytes], None]
 """Called with (channel label, raw DataPacket bytes) for every message the client sends."""
 TrackHandler = Callable[[str, str, MediaStreamTrack], None]
 """Called with (mid, client track id, track) when a published track's media arrives."""
+TrackEndedHandler = Callable[[str], None]
+"""Called with the mid of a published track the client stopped sending (unpublished)."""
 
 
 class MediaError(Exception):
@@ -105,7 +107,8 @@ class ParticipantMedia:
     """The two peer connections of one participant, plus its subscriptions.
 
     ``send`` queues signalling messages (offers, answers) to the client; ``on_data`` gets
-    every data packet the client sends; ``on_track`` every audio track it publishes.
+    every data packet the client sends; ``on_track`` every audio track it publishes and
+    ``on_track_ended`` every one it stops sending (a re-offer without it).
     """
 
     def __init__(
@@ -115,12 +118,14 @@ class ParticipantMedia:
         send: SendSignal,
         on_data: DataHandler,
         on_track: TrackHandler,
+        on_track_ended: TrackEndedHandler | None = None,
         negotiation_timeout: float = 15.0,
     ) -> None:
         self.identity = identity
         self._send = send
         self._on_data = on_data
         self._on_track = on_track
+        self._on_track_ended = on_track_ended
         self._timeout = negotiation_timeout
         config = RTCConfiguration(iceServers=[])
         self.subscriber = RTCPeerConnection(config)
@@ -265,6 +270,10 @@ class ParticipantMedia:
                     )
                 )
             )
+            for gone in sorted(self._seen_mids - set(sending)):
+                self._seen_mids.discard(gone)
+                if self._on_track_ended is not None:
+                    self._on_track_ended(gone)
             for transceiver in self.publisher.getTransceivers():
                 mid = transceiver.mid
                 if mid is None or mid in self._seen_mids or transceiver.kind != "audio":
@@ -335,7 +344,12 @@ class ParticipantMedia:
 
 
 class TrackRelay:
-    """Fans one published track out to any number of subscribers (one proxy each)."""
+    """Fans one published track out to any number of subscribers (one proxy each).
+
+    The source is never stopped here: the client may reuse its transceiver (and so the
+    same receiver track) for a later publication. The relay stops reading once its last
+    proxy is stopped, and the peer connection ends the source when it closes.
+    """
 
     def __init__(self, source: MediaStreamTrack) -> None:
         self.source = source
@@ -345,7 +359,3 @@ class TrackRelay:
         """A new track that yields the source's frames (decoded and re-encoded by aiortc)."""
         track: MediaStreamTrack = self._relay.subscribe(self.source, buffered=False)
         return track
-
-    def stop(self) -> None:
-        """Stop the source track (every proxy ends with it)."""
-        self.source.stop()

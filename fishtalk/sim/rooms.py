@@ -272,6 +272,14 @@ class Room:
         participant.version += 1
         return participant
 
+    def remove_track(self, identity: str, track_sid: str) -> Participant:
+        """Forget an unpublished track; bumps the participant's version."""
+        participant = self.get(identity)
+        if participant.tracks.pop(track_sid, None) is None:
+            raise RoomError(f"no track {track_sid!r} on {identity!r}")
+        participant.version += 1
+        return participant
+
     def set_muted(self, identity: str, track_sid: str, muted: bool) -> Participant:
         """Record a mute change; bumps the participant's version."""
         participant = self.get(identity)

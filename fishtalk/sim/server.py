@@ -310,6 +310,7 @@ class SimServer:
             send=session.send,
             on_data=lambda label, data: self._forward(session, label, data),
             on_track=lambda mid, cid, track: self._track_arrived(session, mid, cid, track),
+            on_track_ended=lambda mid: self._track_ended(session, mid),
         )
         session.media = media
         media.renegotiate()
@@ -464,7 +465,6 @@ class SimServer:
         for other in self._sessions_in(room):
             if other.media is not None:
                 other.media.unsubscribe(track_sid)
-        published.relay.stop()
 
     def _forward(self, session: ParticipantSession, label: str, data: bytes) -> None:
         if label not in (RELIABLE, LOSSY):
@@ -533,6 +533,17 @@ class SimServer:
         for other in self._sessions_in(room.name):
             if other.identity != me.identity and other.media is not None:
                 self._spawn(self._subscribe_when_ready(other.media, published))
+
+    def _track_ended(self, session: ParticipantSession, mid: str) -> None:
+        room = self.rooms.get(session.room)
+        me = room.participants.get(session.identity) if room is not None else None
+        if room is None or me is None or me.sid != session.participant_sid:
+            return
+        for track in list(me.tracks.values()):
+            if track.mid == mid and track.published:
+                self._unpublish(room.name, track.sid)
+                room.remove_track(me.identity, track.sid)
+                self._broadcast(room, [me.info()])
 
     async def _subscribe_when_ready(
         self, media: ParticipantMedia, published: _PublishedTrack

@@ -297,3 +297,88 @@ async def test_rejoin_after_forced_reconnect(
     await alice.local.publish_data(b"back again", topic="t")
     (packet,) = await bob.events.wait("data_received", lambda p: p.data == b"back again")
     assert packet.participant.identity == "alice"
+
+
+class _Tone:
+    """A published microphone track fed a sine in real time."""
+
+    def __init__(self, client: Client, frequency: float) -> None:
+        self.client = client
+        self.frequency = frequency
+        self.source = rtc.AudioSource(48000, 1)
+        self.track = rtc.LocalAudioTrack.create_audio_track("mic", self.source)
+        self.feeding: asyncio.Task[None] | None = None
+        self.sid = ""
+
+    async def __aenter__(self) -> _Tone:
+        options = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+        publication = await self.client.local.publish_track(self.track, options)
+        self.sid = publication.sid
+        self.feeding = asyncio.ensure_future(feed_sine(self.source, self.frequency))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.feeding is not None:
+            self.feeding.cancel()
+            await asyncio.gather(self.feeding, return_exceptions=True)
+        await self.source.aclose()
+
+
+async def test_late_joiner_receives_audio_published_before(room_factory: RoomFactory) -> None:
+    speaker = await room_factory(ROOM, "speaker")
+    early = await room_factory(ROOM, "early")
+    async with _Tone(speaker, 660.0):
+        await early.events.wait("track_subscribed")
+        late = await room_factory(ROOM, "late")
+        remote_track, _, participant = await late.events.wait("track_subscribed", within=15)
+        assert participant.identity == "speaker"
+        samples = await collect_audio(remote_track, seconds=1.0, within=20)
+    assert abs(dominant_frequency(samples[-24000:], 48000) - 660.0) < 10.0
+
+
+async def test_unpublish_and_leave_remove_the_track(room_factory: RoomFactory) -> None:
+    speaker = await room_factory(ROOM, "speaker")
+    listener = await room_factory(ROOM, "listener")
+    async with _Tone(speaker, 440.0) as tone:
+        await listener.events.wait("track_subscribed")
+        await speaker.local.unpublish_track(tone.sid)
+        _, publication, participant = await listener.events.wait("track_unsubscribed", within=15)
+        assert (participant.identity, publication.sid) == ("speaker", tone.sid)
+        await wait_until(
+            lambda: not listener.room.remote_participants["speaker"].track_publications
+        )
+    async with _Tone(speaker, 440.0) as tone:
+        await listener.events.next(
+            "track_subscribed", lambda _t, pub, _p: pub.sid == tone.sid, within=15
+        )
+        await speaker.room.disconnect()
+        await listener.events.wait("participant_disconnected", _identity_is("speaker"))
+        await listener.events.wait(
+            "track_unsubscribed", lambda _t, pub, _p: pub.sid == tone.sid, within=15
+        )
+
+
+async def test_listener_gets_audio_again_after_forced_rejoin(
+    room_factory: RoomFactory, sim_server: SimServer
+) -> None:
+    speaker = await room_factory(ROOM, "speaker")
+    listener = await room_factory(ROOM, "listener")
+    async with _Tone(speaker, 440.0):
+        await listener.events.next("track_subscribed")
+        await sim_server.force_reconnect(ROOM, "listener")
+        await listener.events.wait("reconnected", within=20)
+        remote_track, _, _ = await listener.events.next("track_subscribed", within=15)
+        samples = await collect_audio(remote_track, seconds=1.0, within=20)
+    assert abs(dominant_frequency(samples[-24000:], 48000) - 440.0) < 10.0
+
+
+async def test_server_stop_disconnects_clients() -> None:
+    server = SimServer()
+    await server.start()
+    alice = await connect_client(server, ROOM, "alice")
+    try:
+        await server.stop()
+        (reason,) = await alice.events.wait("disconnected")
+        assert reason == rtc.DisconnectReason.SERVER_SHUTDOWN
+    finally:
+        await alice.room.disconnect()
