@@ -26,6 +26,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker
 
+from fishtalk.audio.base import NullAudio
 from fishtalk.conversation import ErrorEntry, Notice, State
 from fishtalk.errors import EXIT_ERROR, FishtalkError
 from fishtalk.tui import keys
@@ -62,7 +63,6 @@ class FishtalkApp(App[int]):
         *,
         title: str = "",
         keymap: Mapping[str, str] | None = None,
-        audio: bool = True,
         clock: Callable[[], float] = time.monotonic,
         ended_linger: float | None = 3.0,
         live_timers: bool = True,
@@ -70,7 +70,6 @@ class FishtalkApp(App[int]):
         """Build the app.
 
         ``keymap``: config ``action -> key`` overrides (validated by :func:`keys.keymap`).
-        ``audio``: False when the session has no audio devices (meters say text-only).
         ``clock``: the session's monotonic clock (frozen in snapshot tests).
         ``ended_linger``: seconds the ended screen stays before exiting (None: until a key).
         ``live_timers``: run the 1 Hz clock and the level polling (off in snapshot tests).
@@ -79,11 +78,11 @@ class FishtalkApp(App[int]):
         self.session = session
         self.session_title = clean(title)
         self._keymap = keys.keymap(keymap or {})
-        self.audio = audio
         self._clock = clock
         self._ended_linger = ended_linger
         self._live_timers = live_timers
         self._state: State = session.state
+        self._drawn: State | None = None
         self._dirty = False
         self._render_timer: Timer | None = None
         self._last_render = 0.0
@@ -125,14 +124,12 @@ class FishtalkApp(App[int]):
         """Wire the session, draw the first frame, start the session worker."""
         if self._keymap:
             self.set_keymap(self._keymap)
-        self.query_one(LevelMeters).audio = self.audio
         self.session.add_listener(self._on_session_state)
         self._draw(self.session.state)
         self.query_one("#input", Input).focus()
         if self._live_timers:
             self.set_interval(1.0, self._tick)
-            if self.audio:
-                self.set_interval(1.0 / self.LEVELS_HZ, self._poll_levels)
+            self.set_interval(1.0 / self.LEVELS_HZ, self._poll_levels)
         self.run_worker(
             self._run_session(),
             name="session",
@@ -166,6 +163,7 @@ class FishtalkApp(App[int]):
 
     def _draw(self, state: State) -> None:
         self._dirty = False
+        self._drawn = state
         self._last_render = time.monotonic()
         self.renders += 1
         now = self._clock()
@@ -174,8 +172,11 @@ class FishtalkApp(App[int]):
         self.query_one(AgentIndicator).show(state)
         self.query_one(ConnectionStatus).show(state)
         self.query_one(SessionClock).show(state, now)
-        self.query_one(ModeFlags).show(state, audio=self.audio)
-        self.query_one(LevelMeters).muted = state.muted
+        audio = self.has_audio
+        self.query_one(ModeFlags).show(state, audio=audio)
+        meters = self.query_one(LevelMeters)
+        meters.audio = audio
+        meters.muted = state.muted
         self.query_one("#input", Input).disabled = state.ended
         self._announce(state)
 
@@ -198,8 +199,20 @@ class FishtalkApp(App[int]):
         self.query_one(SessionClock).show(self._state, now)
         self.query_one(ToolPanel).show(self._state.tools, now)
 
+    @property
+    def has_audio(self) -> bool:
+        """Whether the session has real audio devices (else the UI says text-only)."""
+        backend = self.session.audio
+        return backend is not None and not isinstance(backend, NullAudio)
+
     def _poll_levels(self) -> None:
         meters = self.query_one(LevelMeters)
+        audio = self.has_audio
+        if audio != meters.audio:
+            meters.audio = audio
+            self.query_one(ModeFlags).show(self._state, audio=audio)
+        if not audio:
+            return
         levels = self.session.audio_levels()
         if levels != meters.levels:
             meters.levels = levels
@@ -213,7 +226,7 @@ class FishtalkApp(App[int]):
         except Exception as exc:  # any session crash becomes one line, no traceback
             self.post_message(SessionFinished("error", EXIT_ERROR, f"unexpected error: {exc}"))
             return
-        self.post_message(SessionFinished(result.reason, result.exit_code))
+        self.post_message(SessionFinished(result.reason, result.exit_code, message=result.message))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A cancelled session worker (app shutting down) needs nothing more."""
@@ -236,6 +249,8 @@ class FishtalkApp(App[int]):
         if message.error:
             self.notify(clean(message.error), title="error", severity="error", markup=False)
             summary = _with_reason_text(summary, message.error)
+        elif message.message:
+            summary = _with_reason_text(summary, message.message)
         self.push_screen(
             EndedScreen(summary, linger=self._ended_linger),
             callback=lambda _: self.exit(message.exit_code, return_code=message.exit_code),
@@ -333,6 +348,11 @@ class FishtalkApp(App[int]):
     def shown_state(self) -> State:
         """The newest snapshot received (drawn, or about to be)."""
         return self._state
+
+    @property
+    def drawn_state(self) -> State | None:
+        """The snapshot the widgets show right now."""
+        return self._drawn
 
     def force_render(self) -> None:
         """Draw the newest snapshot now (tests and the benchmark)."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from fishtalk import conversation as conv
-from fishtalk.audio.base import AudioLevels
+from fishtalk.audio.base import AudioBackend, AudioLevels, NullAudio
 from fishtalk.errors import EXIT_CONNECTION, EXIT_OK, EXIT_REJECTED
 
 _EXIT_CODES = {
@@ -30,6 +30,7 @@ class ScriptedEnd:
 
     reason: str
     exit_code: int
+    message: str
 
 
 class ScriptedSession:
@@ -41,6 +42,7 @@ class ScriptedSession:
         *,
         clock: Callable[[], float] | None = None,
         levels: AudioLevels | None = None,
+        audio: AudioBackend | None = None,
     ) -> None:
         self._state = state if state is not None else conv.initial_state()
         self._listeners: list[Callable[[conv.State], None]] = []
@@ -48,6 +50,7 @@ class ScriptedSession:
         self._clock = clock
         self._ended = asyncio.Event()
         self.levels = levels if levels is not None else AudioLevels()
+        self._audio: AudioBackend = audio if audio is not None else NullAudio("text-only")
         self.effects: list[conv.Effect] = []
         """Every effect the reducer asked for, in order."""
         self.commands: list[str] = []
@@ -86,6 +89,11 @@ class ScriptedSession:
         """The latest reduced state."""
         return self._state
 
+    @property
+    def audio(self) -> AudioBackend:
+        """The (fake) audio backend; text-only unless one was given."""
+        return self._audio
+
     def add_listener(self, fn: Callable[[conv.State], None]) -> None:
         """Call ``fn`` after every reduction."""
         self._listeners.append(fn)
@@ -95,7 +103,8 @@ class ScriptedSession:
         if not self._state.ended:
             await self._ended.wait()
         reason = self._state.end_reason or conv.END_USER_HANGUP
-        return ScriptedEnd(reason, _EXIT_CODES.get(reason, EXIT_OK))
+        code = _EXIT_CODES.get(reason, EXIT_OK)
+        return ScriptedEnd(reason, code, conv.describe_end_reason(reason))
 
     def send_text(self, text: str, audio: bool | None = None) -> None:
         """Reduce a :class:`~fishtalk.conversation.SendText`."""

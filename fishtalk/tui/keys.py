@@ -33,7 +33,10 @@ class ActionSpec:
 
 
 ACTIONS: Final[tuple[ActionSpec, ...]] = (
-    ActionSpec("interrupt", "interrupt", "escape", "Interrupt", "Stop the agent talking."),
+    # Not a priority binding: Esc must still close the help screen.
+    ActionSpec(
+        "interrupt", "interrupt", "escape", "Interrupt", "Stop the agent talking.", priority=False
+    ),
     ActionSpec("mute", "toggle_mute", "ctrl+o", "Mute", "Mute or unmute the microphone."),
     ActionSpec(
         "spoken",

@@ -25,10 +25,14 @@ class StateChanged(Message):
 class SessionFinished(Message):
     """``Session.run()`` returned: the session is over (``reason`` and ``exit_code``)."""
 
-    def __init__(self, reason: str, exit_code: int, error: str | None = None) -> None:
+    def __init__(
+        self, reason: str, exit_code: int, error: str | None = None, *, message: str = ""
+    ) -> None:
         super().__init__()
         self.reason = reason
         self.exit_code = exit_code
+        self.message = message
+        """The session's one sentence about the end (may carry more than the reason)."""
         self.error = error
         """A one-line failure sentence when the session could not run at all."""
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from fishtalk.audio.base import AudioLevels
+    from fishtalk.audio.base import AudioBackend, AudioLevels
     from fishtalk.conversation import State
 
 
@@ -27,6 +27,11 @@ class EndResultLike(Protocol):
         """The process exit code matching the reason (see fishtalk.errors)."""
         ...
 
+    @property
+    def message(self) -> str:
+        """One sentence for the user (the reason, or what went wrong)."""
+        ...
+
 
 class SessionLike(Protocol):
     """The commands and observations a front end uses; commands return at once."""
@@ -36,8 +41,13 @@ class SessionLike(Protocol):
         """The latest reduced conversation state."""
         ...
 
-    def add_listener(self, fn: Callable[[State], None]) -> None:
-        """Call ``fn`` on the event loop after every reduction."""
+    @property
+    def audio(self) -> AudioBackend | None:
+        """The audio backend in use (None until the session picked one)."""
+        ...
+
+    def add_listener(self, fn: Callable[[State], None]) -> object:
+        """Call ``fn`` on the event loop after every reduction (may return a remover)."""
         ...
 
     async def run(self) -> EndResultLike:

@@ -1,0 +1,127 @@
+"""Shared helpers for the TUI tests: scripted inputs and waiting for a drawn frame."""
+
+from __future__ import annotations
+
+from textual.message import Message
+from textual.pilot import Pilot
+
+from fishtalk import conversation as c
+from fishtalk.protocol import (
+    ATTR_AGENT_STATE,
+    ClientToolCall,
+    ToolCompleted,
+    ToolFailed,
+    ToolStarted,
+)
+from fishtalk.tui.app import FishtalkApp
+from fishtalk.tui.driver import ScriptedSession
+from fishtalk.tui.messages import SessionFinished, StateChanged
+
+AGENT = "agent"
+USER = "user-1a2b3c4d"
+
+
+def connected(at: float = 1.0, state: str = "listening") -> list[c.Input]:
+    """The room connects and the agent is there with a published state."""
+    return [
+        c.Connected(USER, at),
+        c.ParticipantJoined(AGENT, at + 0.1, attributes={ATTR_AGENT_STATE: state}),
+    ]
+
+
+def agent_state(value: str, at: float) -> c.Input:
+    """The agent's sticky state attribute changes."""
+    return c.AttributesChanged(AGENT, {ATTR_AGENT_STATE: value}, at)
+
+
+def agent_says(seg: str, words: list[str], at: float, *, close: bool = True) -> list[c.Input]:
+    """An agent transcript stream: open, one chunk per word, close."""
+    stream = f"stream-{seg}"
+    inputs: list[c.Input] = [c.TranscriptStreamOpened(stream, seg, AGENT, False, at)]
+    for i, word in enumerate(words):
+        inputs.append(c.TranscriptStreamChunk(stream, seg, word, at + 0.1 * (i + 1)))
+    if close:
+        inputs.append(c.TranscriptStreamClosed(stream, seg, at + 0.1 * (len(words) + 1)))
+    return inputs
+
+
+def user_interim(seg: str, n: int, text: str, at: float, *, final: bool = False) -> list[c.Input]:
+    """One user transcript stream carrying the whole (interim or final) text."""
+    stream = f"user-{seg}-{n}"
+    return [
+        c.TranscriptStreamOpened(stream, seg, USER, final, at),
+        c.TranscriptStreamChunk(stream, seg, text, at + 0.01),
+        c.TranscriptStreamClosed(stream, seg, at + 0.02, final),
+    ]
+
+
+def tool_started(call: str, name: str, at: float, source: str = "webhook", **kw: object) -> c.Input:
+    return c.AgentEventReceived(
+        ToolStarted(call_id=call, tool_name=name, tool_source=source, **kw),
+        at,
+    )
+
+
+def tool_completed(
+    call: str, name: str, at: float, source: str = "webhook", **kw: object
+) -> c.Input:
+    return c.AgentEventReceived(
+        ToolCompleted(call_id=call, tool_name=name, tool_source=source, **kw),
+        at,
+    )
+
+
+def tool_failed(call: str, name: str, at: float, source: str = "webhook", **kw: object) -> c.Input:
+    return c.AgentEventReceived(
+        ToolFailed(call_id=call, tool_name=name, tool_source=source, **kw),
+        at,
+    )
+
+
+def client_call(call: str, name: str, at: float, params: dict[str, object]) -> c.Input:
+    return c.AgentEventReceived(
+        ClientToolCall(call_id=call, tool_name=name, params=params, expects_response=True),
+        at,
+    )
+
+
+async def drawn(pilot: Pilot[int], session: ScriptedSession) -> None:
+    """Wait (bounded) until the app has drawn the session's newest state."""
+    app = pilot.app
+    assert isinstance(app, FishtalkApp)
+    for _ in range(200):
+        await pilot.pause()
+        if app.drawn_state is session.state:
+            await pilot.pause()
+            return
+        await pilot.pause(0.01)
+    raise AssertionError("the app never drew the newest state")
+
+
+class Recorder:
+    """A ``message_hook`` keeping the app's session messages in order."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+    def __call__(self, message: Message) -> None:
+        if isinstance(message, StateChanged | SessionFinished):
+            self.messages.append(message)
+
+    def states(self) -> list[c.State]:
+        return [m.state for m in self.messages if isinstance(m, StateChanged)]
+
+    def finished(self) -> list[SessionFinished]:
+        return [m for m in self.messages if isinstance(m, SessionFinished)]
+
+
+def make_app(session: ScriptedSession, **kw: object) -> FishtalkApp:
+    """An app with frozen clocks and no live timers (deterministic)."""
+    options: dict[str, object] = {
+        "title": "test agent",
+        "clock": lambda: 10.0,
+        "live_timers": False,
+        "ended_linger": None,
+    }
+    options.update(kw)
+    return FishtalkApp(session, **options)
