@@ -86,7 +86,7 @@ class FishtalkApp(App[int]):
         self._dirty = False
         self._render_timer: Timer | None = None
         self._last_render = 0.0
-        self._last_activity = -ACTIVITY_INTERVAL
+        self._last_activity = float("-inf")
         self._seen_error: ErrorEntry | None = None
         self._seen_notice: Notice | None = None
         self._finished: SessionFinished | None = None
@@ -275,7 +275,7 @@ class FishtalkApp(App[int]):
     def _typing(self, event: Input.Changed) -> None:
         if not event.value or self._state.ended:
             return
-        now = time.monotonic()
+        now = self._clock()
         if now - self._last_activity >= ACTIVITY_INTERVAL:
             self._last_activity = now
             self.session.activity()
