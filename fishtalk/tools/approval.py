@@ -1,0 +1,120 @@
+"""Asking the user before a client tool acts, and a y/n approver for plain terminals.
+
+Each tool has an approval mode: ``ask`` (confirm every call through the
+:class:`~fishtalk.tools.registry.ToolContext`'s approver), ``always`` (run without asking)
+or ``never`` (refuse every call). A refusal raises
+:class:`~fishtalk.tools.registry.ToolDeclined`, which the runner turns into an error result
+telling the agent the user declined. With ``ask`` and no approver (nobody to ask), the
+call is declined: a tool never runs unconfirmed by accident.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from typing import IO, Final, Literal, TypeAlias, TypeVar
+
+from pydantic import JsonValue
+
+from fishtalk.tools.registry import ApprovalRequest, Approver, ToolContext, ToolDeclined
+
+ApproveMode: TypeAlias = Literal["ask", "always", "never"]
+
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+T = TypeVar("T")
+
+
+def printable(text: str, limit: int = 500) -> str:
+    """One terminal-safe line: control characters (escape sequences!) become spaces."""
+    text = _CONTROL.sub(" ", text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def params_preview(params: Mapping[str, JsonValue], limit: int = 500) -> str:
+    """Params as compact JSON, ASCII-escaped so nothing in them can drive the terminal."""
+    return printable(json.dumps(params, ensure_ascii=True, sort_keys=True), limit)
+
+
+async def require_approval(
+    mode: ApproveMode,
+    ctx: ToolContext,
+    params: Mapping[str, JsonValue],
+    summary: str = "",
+) -> None:
+    """Return if the call may go ahead; raise ToolDeclined (with the reason) if not."""
+    if mode == "always":
+        return
+    if mode == "never":
+        raise ToolDeclined(
+            f"The user declined: tool {ctx.tool_name!r} is disabled on this client "
+            '(approve = "never")'
+        )
+    if ctx.approver is None:
+        raise ToolDeclined(
+            f"The user declined: nobody is available to approve tool {ctx.tool_name!r}"
+        )
+    request = ApprovalRequest(
+        call_id=ctx.call_id, tool_name=ctx.tool_name, params=dict(params), summary=summary
+    )
+    if not await ctx.approver(request):
+        raise ToolDeclined(f"The user declined to run tool {ctx.tool_name!r}")
+
+
+def in_daemon_thread(fn: Callable[[], T]) -> Awaitable[T]:
+    """Run blocking ``fn`` in a daemon thread; awaitable, and abandoned (not joined) if the
+    caller is cancelled, so a stuck call never blocks event-loop shutdown."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(value: T | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)  # type: ignore[arg-type]  # value is a T when error is None
+
+    def target() -> None:
+        value: T | None = None
+        error: BaseException | None = None
+        try:
+            value = fn()
+        except Exception as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop may have closed meanwhile
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=target, name="fishtalk-tool-io", daemon=True).start()
+    return future
+
+
+def terminal_approver(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> Approver:
+    """An approver for line-oriented front ends: prints the call and reads y/N.
+
+    Anything but ``y``/``yes`` (including end of input) declines. Prompts are serialised:
+    two calls arriving together are asked one after the other.
+    """
+    lock = asyncio.Lock()
+
+    async def approve(request: ApprovalRequest) -> bool:
+        source = stdin if stdin is not None else sys.stdin
+        sink = stdout if stdout is not None else sys.stderr
+        async with lock:
+            lines = [f"The agent wants to run client tool {request.tool_name!r}"]
+            if request.summary:
+                lines.append(f"  {printable(request.summary)}")
+            lines.append(f"  params: {params_preview(request.params)}")
+            sink.write("\n".join(lines) + "\nAllow? [y/N] ")
+            sink.flush()
+            answer = await in_daemon_thread(source.readline)
+            if not answer.endswith("\n"):
+                sink.write("\n")
+                sink.flush()
+            return answer.strip().lower() in ("y", "yes")
+
+    return approve
