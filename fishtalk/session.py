@@ -37,6 +37,7 @@ from fishtalk.protocol import (
     TOPIC_AGENT_EVENT,
     TOPIC_CLIENT_EVENT,
     TOPIC_TRANSCRIPTION,
+    ClientToolCall,
     ProtocolError,
     decode_agent_event,
     encode_client_event,
@@ -61,6 +62,8 @@ DISCONNECT_TIMEOUT: Final = 5.0
 PREVIEW_BYTES: Final = 200
 """How much of a malformed packet is kept for the debug view."""
 FRAME_MS: Final = 10
+LEAVE_SETTLE: Final = 0.3
+"""Seconds to wait before believing a participant left (it may be a reconnect starting)."""
 
 # Exit codes per end reason (documented in `fishtalk chat --help`). Unknown reasons the
 # agent announces are deliberate endings, so they exit 0 like the known ones.
@@ -161,6 +164,7 @@ class Session:
         self._ended: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._deferred: set[asyncio.TimerHandle] = set()
         self._outbox: asyncio.Queue[conv.ClientEventOut] | None = None
         self._room: rtc.Room | None = None
         self._connected_once = False
@@ -499,7 +503,22 @@ class Session:
             # reported) once the transport is back.
             _log.debug("participant %s left while reconnecting", participant.identity)
             return
-        self._feed(conv.ParticipantLeft(identity=participant.identity, at=self._clock()))
+        # A full rejoin (server-requested reconnect) reports the agent as gone just before
+        # it reports reconnecting, in the same batch: confirm the departure a moment later.
+        identity, at = participant.identity, self._clock()
+        if self._loop is None:
+            return
+        handle = self._loop.call_later(LEAVE_SETTLE, lambda: self._confirm_left(identity, at))
+        self._deferred.add(handle)
+
+    def _confirm_left(self, identity: str, at: float) -> None:
+        if self._loop is not None:
+            now = self._loop.time()
+            self._deferred = {h for h in self._deferred if h.when() > now}
+        room = self._room
+        if self._reconnecting or room is None or identity in room.remote_participants:
+            return  # the reconnect (or the participant's return) settles it
+        self._feed(conv.ParticipantLeft(identity=identity, at=at))
 
     def _on_reconnecting(self) -> None:
         self._reconnecting = True
@@ -708,19 +727,9 @@ class Session:
             finally:
                 outbox.task_done()
 
-    async def _run_tool(self, call: Any) -> None:
-        runner = self._tool_runner()
-        outcome = await runner.run(call)
-        self._feed(
-            conv.ClientToolFinished(
-                call_id=call.call_id,
-                status=outcome.status,
-                at=self._clock(),
-                result_preview=outcome.preview,
-                error=outcome.error,
-                result_event=outcome.result_event,
-            )
-        )
+    async def _run_tool(self, call: ClientToolCall) -> None:
+        outcome = await self._tool_runner().run(call)
+        self._feed(outcome.as_input(self._clock()))
 
     def _tool_runner(self) -> ToolRunner:
         if self._tools is None:
@@ -738,6 +747,9 @@ class Session:
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+        for handle in self._deferred:
+            handle.cancel()
+        self._deferred.clear()
         outbox = self._outbox
         if outbox is not None and self._room is not None and self._connected_once:
             # Let user.hangup (and anything queued before it) leave before disconnecting.
