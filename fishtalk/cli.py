@@ -292,6 +292,14 @@ def example_config_text() -> str:
 # >>> commands added by other helpers start here
 
 
+@app.command("demo")
+def demo() -> None:
+    """Talk to a simulated agent running on this machine (no account needed)."""
+    from fishtalk.tui.run import run_demo
+
+    raise typer.Exit(run_demo(load))
+
+
 # <<< commands added by other helpers end here
 
 

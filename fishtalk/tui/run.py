@@ -1,0 +1,164 @@
+"""Entry points that put a session on screen: ``fishtalk chat`` (TUI) and ``fishtalk demo``.
+
+The CLI imports this module inside its command bodies (it pulls in textual and livekit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import socket
+import struct
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+from fishtalk.errors import EXIT_CONNECTION, FishtalkError
+
+if TYPE_CHECKING:
+    from fishtalk.config import Settings
+    from fishtalk.tools.registry import ApprovalRequest
+    from fishtalk.tools.runner import ToolRunner
+    from fishtalk.tui.app import FishtalkApp
+
+DEMO_AGENT: Final = "demo"
+"""The sim's built-in demo scenario (also its agent id)."""
+
+NO_WEBRTC_NETWORK: Final = (
+    "fishtalk demo needs a network interface other than loopback: WebRTC ignores 127.0.0.1, "
+    "and this host has no other IPv4 address (inside a sandbox, run it through "
+    "`python -m fishtalk.sim.netns -- fishtalk demo`)."
+)
+
+_SIOCGIFADDR: Final = 0x8915
+
+
+def has_webrtc_network() -> bool:
+    """Whether any non-loopback interface has an IPv4 address (Linux; True elsewhere).
+
+    libwebrtc never gathers candidates on loopback, so without such an interface a local
+    connection can only time out. Asks the kernel only: no packet is sent.
+    """
+    if not sys.platform.startswith("linux"):
+        return True
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError:
+        return True
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for name in names:
+            if name == "lo":
+                continue
+            request = struct.pack("256s", name.encode()[:15])
+            try:
+                answer = fcntl.ioctl(sock.fileno(), _SIOCGIFADDR, request)
+            except OSError:
+                continue  # no IPv4 address on this interface
+            address = socket.inet_ntoa(answer[20:24])
+            if not address.startswith("127."):
+                return True
+    return False
+
+
+class _AppLink:
+    """Lets tools built before the app reach it once it runs (toasts, approval, clipboard)."""
+
+    def __init__(self) -> None:
+        self.app: FishtalkApp | None = None
+
+    def notify(self, title: str, message: str) -> None:
+        if self.app is not None:
+            from fishtalk.tui.safe import clean
+
+            self.app.notify(clean(message), title=clean(title), markup=False)
+
+    def copy(self, text: str) -> None:
+        if self.app is None:
+            raise RuntimeError("no terminal to copy to")
+        self.app.copy_to_clipboard(text)
+
+    async def approve(self, request: ApprovalRequest) -> bool:
+        if self.app is None:
+            return False
+        from fishtalk.tui.screens.approve import ApprovalScreen
+
+        app = self.app
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def settle(value: bool | None) -> None:
+            if not answer.done():
+                answer.set_result(bool(value))
+
+        screen = ApprovalScreen(request)
+        app.push_screen(screen, callback=settle)
+        try:
+            return await answer
+        finally:
+            # Timed out or cancelled: take the question away again.
+            if not answer.done() and app.screen is screen:
+                screen.dismiss(False)
+
+
+def _tool_runner(settings: Settings, link: _AppLink) -> ToolRunner:
+    from fishtalk.tools.build import build_runner
+    from fishtalk.tools.builtins import BuiltinOptions
+
+    options = BuiltinOptions(on_notify=link.notify, clipboard=link.copy)
+    return build_runner(settings, approver=link.approve, options=options)
+
+
+def run_tui(settings: Settings, *, title: str = "") -> int:
+    """Run one session in the full-screen TUI; return the process exit code."""
+    from fishtalk.session import Session
+    from fishtalk.tui.app import FishtalkApp
+
+    link = _AppLink()
+    session = Session(settings, tools=_tool_runner(settings, link))
+    app = FishtalkApp(
+        session,
+        title=title or (settings.session.agent_id or ""),
+        keymap=settings.ui.keys,
+    )
+    link.app = app
+    try:
+        app.run()
+    except ValueError as exc:  # a bad key binding in the config
+        raise FishtalkError(str(exc)) from None
+    code = app.return_code
+    return code if code is not None else EXIT_CONNECTION
+
+
+def run_demo(load: Callable[[dict[str, object]], Settings], *, scenario: str = DEMO_AGENT) -> int:
+    """Start the sim in-process with its demo scenario and open the TUI on it.
+
+    ``load`` builds settings from dotted overrides (the CLI's ``load``), so the user's
+    config still applies (keys, audio devices) while the API points at the sim.
+    """
+    if not has_webrtc_network():
+        sys.stderr.write(f"fishtalk: {NO_WEBRTC_NETWORK}\n")
+        return EXIT_CONNECTION
+    from fishtalk.sim import SimThread
+
+    sim = SimThread(scenario)
+    try:
+        info = sim.start()
+    except (OSError, TimeoutError) as exc:
+        sys.stderr.write(f"fishtalk: the simulator could not start: {exc}\n")
+        return EXIT_CONNECTION
+    try:
+        settings = load(
+            {
+                "api.url": info.api_url,
+                "api.api_key": info.dev_key,
+                "api.public": False,
+                "session.agent_id": DEMO_AGENT,
+            }
+        )
+        return run_tui(settings, title="demo (simulated agent)")
+    finally:
+        with contextlib.suppress(Exception):
+            sim.stop()
+
+
+__all__ = ["DEMO_AGENT", "NO_WEBRTC_NETWORK", "has_webrtc_network", "run_demo", "run_tui"]
