@@ -251,7 +251,8 @@ class SessionClient:
 
     With ``api_key`` it sends ``Authorization: Bearer <key>``. Without one it is in public
     mode: no Authorization, ``Origin: <origin>`` (when given; the server requires one of
-    the agent's allowed origins) and ``X-Fish-SDK: fishtalk/<version>``.
+    the agent's allowed origins) and ``X-Fish-SDK: fishtalk/<version>``; ``origin`` is not
+    sent with an API key, which the server does not check against origins.
     ``timeout`` bounds each attempt end to end; ``backoff_base`` is the first retry delay
     in seconds (doubled per retry, jittered).
     """

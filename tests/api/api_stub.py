@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -113,3 +114,48 @@ def grant_body(**changes: Any) -> dict[str, Any]:
     }
     body.update(changes)
     return body
+
+
+class RawServer:
+    """A bare TCP server on 127.0.0.1 for misbehaviour aiohttp would not produce.
+
+    ``behaviour`` gets each connection's reader and writer; ``connections`` counts them.
+    """
+
+    def __init__(
+        self,
+        behaviour: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    ) -> None:
+        self._behaviour = behaviour
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.connections = 0
+        self.url = ""
+
+    async def __aenter__(self) -> RawServer:
+        self._server = await asyncio.start_server(self._on_connect, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            await reader.readuntil(b"\r\n\r\n")  # the request head; bodies are tiny
+            await self._behaviour(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from api_stub import Reply, ScriptedServer, grant_body
+from api_stub import RawServer, Reply, ScriptedServer, grant_body
 from pydantic import SecretStr
 
 from fishtalk import __version__
 from fishtalk.api import (
+    MAX_BODY_BYTES,
     LiveKitGrant,
     SessionClient,
     SessionOverrides,
@@ -50,7 +52,7 @@ from fishtalk.errors import (
 
 KEY = "sk-fish-SECRET-0123456789abcdef"
 ORIGIN = "https://app.example.com"
-FAST = {"backoff_base": 0.001, "backoff_max": 0.01}
+FAST: dict[str, Any] = {"backoff_base": 0.001, "backoff_max": 0.01}
 
 
 def key_client(server: ScriptedServer, **kw: Any) -> SessionClient:
@@ -656,3 +658,49 @@ def test_api_key_whitespace_is_trimmed() -> None:
 
 def test_default_base_url() -> None:
     assert SessionClient(origin=ORIGIN).base_url == "https://api.fish.audio"
+
+
+# --- misbehaving servers (raw TCP) ------------------------------------------------------------
+
+
+async def test_server_hanging_up_mid_request_is_a_connection_error() -> None:
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        return  # close without answering
+
+    async with RawServer(hang_up) as server:
+        with pytest.raises(ApiConnectionError) as info:
+            await create(SessionClient(server.url, api_key=KEY, **FAST))
+    assert str(info.value).startswith(
+        f"the connection to the Fish Audio API at {server.url} failed:"
+    )
+    # The request may have been processed: a create is not retried.
+    assert server.connections == 1
+    assert_no_key(info.value)
+
+
+async def test_dripping_server_hits_the_overall_deadline() -> None:
+    async def drip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n")
+        writer.write(b"Content-Length: 100000\r\n\r\n{")
+        await writer.drain()
+        for _ in range(600):  # one byte every 50 ms: each read is quick, the whole is not
+            await asyncio.sleep(0.05)
+            writer.write(b" ")
+            await writer.drain()
+
+    async with RawServer(drip) as server:
+        with pytest.raises(ApiTimeoutError, match=r"did not answer within 0\.5 s"):
+            await create(SessionClient(server.url, api_key=KEY, timeout=0.5, **FAST))
+    assert server.connections == 1
+
+
+async def test_oversized_body_is_cut_off_not_buffered() -> None:
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        size = 8 * MAX_BODY_BYTES
+        writer.write(f"HTTP/1.1 201 Created\r\nContent-Length: {size}\r\n\r\n".encode())
+        writer.write(b'{"a":"' + b"x" * (size - 8) + b'"}')
+        await writer.drain()
+
+    async with RawServer(flood) as server:
+        with pytest.raises(UnexpectedResponseError, match="not JSON"):
+            await create(SessionClient(server.url, api_key=KEY, **FAST))
