@@ -470,3 +470,20 @@ def test_render_segment_marks() -> None:
     seg = c.Segment(1, "s", "agent", "agent", "cut", final=False, open=True, interrupted=True)
     assert isinstance(render_segment(seg), Text)
     assert render_segment(seg).plain == "agent ▸ cut  ⏹ interrupted"
+
+
+async def test_ended_screen_shows_reason_and_summary_text() -> None:
+    session = ScriptedSession()
+    app = make_app(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        session.feed(*connected(), *agent_says("a1", ["Bye"], 2.0), c.Hangup(3.0))
+        for _ in range(100):
+            if isinstance(app.screen, EndedScreen):
+                break
+            await pilot.pause(0.01)
+        await pilot.pause()
+        screen_text = "\n".join(s.text for s in app.screen._compositor.render_strips())
+        assert "Session ended" in screen_text
+        assert "You hung up." in screen_text
+        assert "1 (0 you, 1 agent)" in screen_text
+        assert app.query_one(AgentIndicator).has_class("-state-ended")

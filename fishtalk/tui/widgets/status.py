@@ -28,13 +28,17 @@ AGENT_LOOKS: Final[dict[str, StateLook]] = {
     "thinking": StateLook("◐", "thinking"),
     "speaking": StateLook("◆", "speaking"),
     "unknown": StateLook("?", "unknown"),
+    "ended": StateLook("■", "call ended"),
 }
 """One distinct glyph per agent state; colours come from app.tcss (``-state-NAME``)."""
 
 
 def agent_state_key(state: State) -> str:
-    """The display key for the agent state: a known state, else ``unknown``."""
+    """The display key for the agent state: a known state, else ``unknown`` (``ended``
+    once the session is over)."""
     raw = state.agent_state
+    if state.ended:
+        return "ended"
     if state.mode == "speaking" and raw in (None, "listening", "thinking", "idle"):
         # An agent transcript segment is open: it is speaking, whatever the sticky
         # attribute last said (the web SDK derives its mode the same way).
