@@ -378,6 +378,12 @@ class State:
                 return card
         return None
 
+    def timeline(self) -> tuple[Segment | ToolCard, ...]:
+        """Transcript segments and tool cards interleaved in conversation order."""
+        items: list[Segment | ToolCard] = [*self.transcript, *self.tools]
+        items.sort(key=lambda item: item.seq)
+        return tuple(items)
+
     @property
     def speaking_segment(self) -> Segment | None:
         """The agent segment currently being spoken (open, not interrupted), if any."""
@@ -437,7 +443,12 @@ class Reconnecting:
 
 @dataclass(frozen=True, slots=True)
 class Reconnected:
-    """The transport is back. ``remote_identities``: who is in the room now."""
+    """The transport is back (resumed or rejoined).
+
+    ``remote_identities``: the remote participants in the room now. With no replay, an
+    agent missing from it is taken as gone. Re-read sticky attributes by feeding
+    :class:`ParticipantJoined` / :class:`AttributesChanged` afterwards.
+    """
 
     at: float
     remote_identities: tuple[str, ...] = ()
@@ -864,10 +875,11 @@ def _mark_agent_ready(state: State, at: float) -> Result:
     return state, effects + sends
 
 
-def _learn_agent(state: State, identity: str) -> State:
+def _learn_agent(state: State, identity: str, at: float) -> State:
     if state.agent_identity == identity and state.agent_joined:
         return state
-    return replace(state, agent_identity=identity, agent_joined=True)
+    state = replace(state, agent_identity=identity, agent_joined=True)
+    return _add_notice(state, "The agent joined.", at)
 
 
 # --- handlers: connection ---------------------------------------------------------------
@@ -935,10 +947,10 @@ def _on_participant_joined(state: State, inp: ParticipantJoined) -> Result:
         return _ignored(state), []
     if not inp.is_agent and state.agent_identity != inp.identity:
         return state, []
-    first = not state.agent_joined
-    state = _learn_agent(state, inp.identity)
-    if first:
-        state = _add_notice(state, "The agent joined.", inp.at)
+    if state.agent_joined and state.agent_identity != inp.identity:
+        # One agent per session: a second one is not who we are talking to.
+        return _ignored(state), []
+    state = _learn_agent(state, inp.identity, inp.at)
     value = inp.attributes.get(ATTR_AGENT_STATE)
     if value:
         return _apply_agent_state(state, value, inp.at)
@@ -962,7 +974,7 @@ def _on_attributes_changed(state: State, inp: AttributesChanged) -> Result:
         return _ignored(state), []
     # Only the agent publishes lk.agent.state, so an update before its join event still
     # identifies it (attributes can overtake the participant event).
-    state = _learn_agent(state, inp.identity)
+    state = _learn_agent(state, inp.identity, inp.at)
     return _apply_agent_state(state, value, inp.at)
 
 

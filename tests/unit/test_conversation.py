@@ -302,6 +302,20 @@ def test_non_agent_participants_and_foreign_attributes_are_ignored() -> None:
     assert s.mode == "listening"
 
 
+def test_a_second_agent_is_ignored() -> None:
+    s, _ = run([*ready(), c.ParticipantJoined("agent-2", 2.0), agent_state("thinking", 2.1)])
+    assert s.agent_identity == AGENT
+    s, _ = run([c.AttributesChanged("agent-2", {ATTR_AGENT_STATE: "speaking"}, 2.2)], s)
+    assert s.agent_state == "thinking"
+    s, _ = run([c.ParticipantLeft("agent-2", 2.3)], s)
+    assert s.status == "connected"
+
+
+def test_agent_joined_notice_once() -> None:
+    s, _ = run([c.Connected(ME, 0.0), agent_state("idle", 0.1), c.ParticipantJoined(AGENT, 0.2)])
+    assert [n.text for n in s.notices] == ["The agent joined."]
+
+
 def test_unknown_agent_state_is_kept() -> None:
     s, _ = run([*ready(), agent_state("pondering", 2.0)])
     assert s.agent_state == "pondering"
@@ -823,10 +837,10 @@ def test_tools_and_transcript_share_one_timeline() -> None:
             *agent_says("s2", "b", ["y"], 4.0),
         ]
     )
-    order = sorted(
-        [(seg.seq, seg.segment_id) for seg in s.transcript] + [(t.seq, t.call_id) for t in s.tools]
-    )
-    assert [name for _, name in order] == ["a", "t1", "b"]
+    names = [
+        item.segment_id if isinstance(item, c.Segment) else item.call_id for item in s.timeline()
+    ]
+    assert names == ["a", "t1", "b"]
 
 
 # --- errors, notices, debug -------------------------------------------------------------------
