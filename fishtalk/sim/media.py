@@ -331,6 +331,7 @@ class ParticipantMedia:
         self.closed = True
         if self._neg.answer is not None and not self._neg.answer.done():
             self._neg.answer.cancel()
+        self.subscriber_connected.set()  # wakes waiters; they see ``closed`` and give up
         for sub in self._subscriptions.values():
             sub.track.stop()
         self._subscriptions.clear()

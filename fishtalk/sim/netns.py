@@ -85,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args:
         print("usage: python -m fishtalk.sim.netns [--] COMMAND [ARGS...]", file=sys.stderr)
         return 2
+    if in_namespace():
+        # Already inside one (a script calling the runner again): just run the command.
+        return subprocess.run(args, check=False).returncode
     unshare = shutil.which("unshare")
     if unshare is None:
         print("fishtalk netns: 'unshare' (util-linux) is not installed", file=sys.stderr)

@@ -549,7 +549,7 @@ class SimServer:
         self, media: ParticipantMedia, published: _PublishedTrack
     ) -> None:
         await media.subscriber_connected.wait()
-        if (published.room, published.track_sid) not in self._published:
+        if media.closed or (published.room, published.track_sid) not in self._published:
             return
         media.subscribe(
             published.track_sid,
@@ -562,6 +562,8 @@ class SimServer:
         self, session: ParticipantSession, media: ParticipantMedia
     ) -> None:
         await media.subscriber_connected.wait()
+        if media.closed:
+            return
         for published in list(self._published.values()):
             if published.room == session.room and published.publisher != session.identity:
                 await self._subscribe_when_ready(media, published)

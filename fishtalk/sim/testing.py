@@ -13,7 +13,8 @@ Fixtures:
   client is disconnected at teardown.
 
 Helpers: :class:`Events` records room events and waits for them; :func:`wait_until`
-polls a condition; :func:`feed_sine` / :func:`dominant_frequency` drive and analyse audio.
+polls a condition; :func:`feed_sine`, :func:`collect_audio` and :func:`tone_frequency`
+drive and analyse audio.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ from livekit.rtc.room import EventTypes
 
 from fishtalk.sim.server import ParticipantKindName, SimServer
 
-DEFAULT_WAIT = 10.0
-"""Seconds any helper waits before failing."""
+DEFAULT_WAIT = 15.0
+"""Seconds any helper waits before failing (generous: CI machines are shared and slow)."""
+CONNECT_WAIT = 30.0
+"""Seconds :func:`connect_client` allows ``Room.connect`` (ICE on a loaded host is slow)."""
 
 
 @dataclass
@@ -183,7 +186,7 @@ async def connect_client(
     kind: ParticipantKindName = "standard",
     name: str | None = None,
     attributes: Mapping[str, str] | None = None,
-    within: float = DEFAULT_WAIT,
+    within: float = CONNECT_WAIT,
 ) -> Client:
     """Connect a new ``rtc.Room`` as ``identity``; events are recorded from before connect."""
     lk_room = rtc.Room()
@@ -234,13 +237,36 @@ async def feed_sine(
 
 
 def dominant_frequency(samples: npt.NDArray[np.int16], sample_rate: int) -> float:
-    """The strongest frequency (Hz) in mono ``samples`` (Hann window, FFT peak)."""
+    """The strongest frequency (Hz) in mono ``samples``: Hann window, FFT peak refined by
+    parabolic interpolation between the neighbouring bins."""
     x = samples.astype(np.float64)
-    if x.size == 0:
+    if x.size < 3:
         return 0.0
     spectrum = np.abs(np.fft.rfft(x * np.hanning(x.size)))
     spectrum[0] = 0.0
-    return float(np.argmax(spectrum) * sample_rate / x.size)
+    peak = int(np.argmax(spectrum))
+    offset = 0.0
+    if 0 < peak < spectrum.size - 1:
+        left, mid, right = np.log(spectrum[peak - 1 : peak + 2] + 1e-12)
+        denominator = left - 2 * mid + right
+        if denominator != 0:
+            offset = float(0.5 * (left - right) / denominator)
+    return (peak + offset) * sample_rate / x.size
+
+
+def tone_frequency(
+    samples: npt.NDArray[np.int16], sample_rate: int, *, window: float = 0.2
+) -> float:
+    """Median of :func:`dominant_frequency` over ``window``-second slices.
+
+    Robust against the odd splice a loaded machine causes (a dropped or concealed frame
+    smears one slice's spectrum, not the median).
+    """
+    size = max(3, int(window * sample_rate))
+    slices = [samples[i : i + size] for i in range(0, samples.size - size + 1, size)]
+    if not slices:
+        return dominant_frequency(samples, sample_rate)
+    return float(np.median([dominant_frequency(s, sample_rate) for s in slices]))
 
 
 async def collect_audio(

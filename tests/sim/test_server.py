@@ -21,8 +21,8 @@ from fishtalk.sim.testing import (
     RoomFactory,
     collect_audio,
     connect_client,
-    dominant_frequency,
     feed_sine,
+    tone_frequency,
     wait_until,
 )
 
@@ -118,6 +118,18 @@ async def test_reliable_data_with_topic_honours_destinations(room_factory: RoomF
     # Reliable data is ordered: had carol got the private packet, it would come first.
     (packet,) = await carol.events.next("data_received")
     assert (packet.data, packet.topic) == (b"for everyone", "public")
+
+
+async def test_lossy_data_arrives_on_the_lossy_channel(room_factory: RoomFactory) -> None:
+    alice = await room_factory(ROOM, "alice")
+    bob = await room_factory(ROOM, "bob")
+    await alice.local.publish_data(b"reliable first", topic="t")
+    await bob.events.next("data_received")  # the publisher connection is up now
+    for _ in range(20):  # lossy may drop a packet in principle; twenty cannot all vanish
+        await alice.local.publish_data(b"fast", topic="lossy", reliable=False)
+    (packet,) = await bob.events.next("data_received", lambda p: p.topic == "lossy")
+    assert packet.kind == rtc.DataPacketKind.KIND_LOSSY
+    assert packet.data == b"fast"
 
 
 async def _read_text(client: Client, topic: str) -> asyncio.Queue[tuple[str, str, dict[str, str]]]:
@@ -223,7 +235,7 @@ async def test_opus_audio_is_relayed(room_factory: RoomFactory) -> None:
         await asyncio.gather(feeding, return_exceptions=True)
         await source.aclose()
     tail = samples[-48000:]
-    assert abs(dominant_frequency(tail, 48000) - 440.0) < 5.0
+    assert abs(tone_frequency(tail, 48000) - 440.0) < 5.0
 
 
 async def test_pings_keep_a_long_session_alive() -> None:
@@ -333,7 +345,7 @@ async def test_late_joiner_receives_audio_published_before(room_factory: RoomFac
         remote_track, _, participant = await late.events.wait("track_subscribed", within=15)
         assert participant.identity == "speaker"
         samples = await collect_audio(remote_track, seconds=1.0, within=20)
-    assert abs(dominant_frequency(samples[-24000:], 48000) - 660.0) < 10.0
+    assert abs(tone_frequency(samples[-24000:], 48000) - 660.0) < 10.0
 
 
 async def test_unpublish_and_leave_remove_the_track(room_factory: RoomFactory) -> None:
@@ -369,7 +381,7 @@ async def test_listener_gets_audio_again_after_forced_rejoin(
         await listener.events.wait("reconnected", within=20)
         remote_track, _, _ = await listener.events.next("track_subscribed", within=15)
         samples = await collect_audio(remote_track, seconds=1.0, within=20)
-    assert abs(dominant_frequency(samples[-24000:], 48000) - 440.0) < 10.0
+    assert abs(tone_frequency(samples[-24000:], 48000) - 440.0) < 10.0
 
 
 async def test_server_stop_disconnects_clients() -> None:
