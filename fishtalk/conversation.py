@@ -366,7 +366,8 @@ class State:
 
     def segment(self, segment_id: str) -> Segment | None:
         """The transcript segment with this id, if any."""
-        for seg in self.transcript:
+        # Newest first: updates almost always hit the latest segments.
+        for seg in reversed(self.transcript):
             if seg.segment_id == segment_id:
                 return seg
         return None
@@ -827,16 +828,16 @@ def _with_mode(state: State) -> State:
 def _put_segment(state: State, seg: Segment) -> State:
     """Replace the segment with the same id, or append it."""
     transcript = state.transcript
-    for i, old in enumerate(transcript):
-        if old.segment_id == seg.segment_id:
+    for i in range(len(transcript) - 1, -1, -1):
+        if transcript[i].segment_id == seg.segment_id:
             return replace(state, transcript=(*transcript[:i], seg, *transcript[i + 1 :]))
     return replace(state, transcript=(*transcript, seg))
 
 
 def _put_card(state: State, card: ToolCard) -> State:
     tools = state.tools
-    for i, old in enumerate(tools):
-        if old.call_id == card.call_id:
+    for i in range(len(tools) - 1, -1, -1):
+        if tools[i].call_id == card.call_id:
             return replace(state, tools=(*tools[:i], card, *tools[i + 1 :]))
     return replace(state, tools=(*tools, card))
 
