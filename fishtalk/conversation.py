@@ -310,6 +310,7 @@ class TranscriptStream:
     role: Role
     final: bool
     text: str = ""
+    """User streams: the text received so far (each user stream is a whole update)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1011,8 +1012,9 @@ def _on_stream_opened(state: State, inp: TranscriptStreamOpened) -> Result:
     )
     seg = state.segment(inp.segment_id)
     if seg is not None and seg.role != role:
-        # Segment ids are per sender; a clash across roles is treated as a distinct line.
-        return _ignored(state), []
+        # The same segment id from the other side: not ours to change. The stream is
+        # tracked without a segment so its chunks and close are dropped quietly.
+        return _track_detached(state, stream, inp.at)
     if seg is None:
         state, seq = _next_seq(state)
         seg = Segment(
@@ -1032,14 +1034,17 @@ def _on_stream_opened(state: State, inp: TranscriptStreamOpened) -> Result:
         state = _put_segment(state, replace(seg, open=True, final=False, updated_at=inp.at))
     elif role == "user":
         if seg.final and not inp.final:
-            # A late interim after the final transcript: the final text stands. The stream
-            # is tracked without a segment so its chunks and close are dropped quietly.
-            state = replace(state, streams=(*state.streams, replace(stream, segment_id="")))
-            return _replay_orphans(_ignored(state), inp.stream_id, inp.at)
+            # A late interim after the final transcript: the final text stands.
+            return _track_detached(state, stream, inp.at)
         state = _put_segment(state, replace(seg, open=True, updated_at=inp.at))
     state = replace(state, streams=(*state.streams, stream))
     state = _with_mode(state)
     return _replay_orphans(state, inp.stream_id, inp.at)
+
+
+def _track_detached(state: State, stream: TranscriptStream, at: float) -> Result:
+    state = replace(state, streams=(*state.streams, replace(stream, segment_id="")))
+    return _replay_orphans(_ignored(state), stream.stream_id, at)
 
 
 def _replay_orphans(state: State, stream_id: str, at: float) -> Result:
@@ -1076,8 +1081,6 @@ def _on_stream_chunk(state: State, inp: TranscriptStreamChunk) -> Result:
     seg = state.segment(stream.segment_id) if stream.segment_id else None
     if seg is None:
         return _ignored(state), []
-    stream = replace(stream, text=stream.text + inp.text)
-    state = _replace_stream(state, stream)
     if stream.role == "agent":
         if seg.interrupted:
             # Barge-in: only what was spoken before the interrupt counts.
@@ -1085,6 +1088,11 @@ def _on_stream_chunk(state: State, inp: TranscriptStreamChunk) -> Result:
             return replace(state, debug=debug), []
         seg = replace(seg, text=seg.text + inp.text, updated_at=inp.at)
     else:
+        stream = replace(stream, text=stream.text + inp.text)
+        state = _replace_stream(state, stream)
+        if seg.final and not stream.final:
+            # An interim stream still open when the final one landed: the final text stands.
+            return _ignored(state), []
         # Each user stream carries the whole interim text, replacing the previous one.
         seg = replace(seg, text=stream.text, updated_at=inp.at, final=seg.final or stream.final)
     state = _put_segment(state, seg)

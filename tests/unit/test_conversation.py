@@ -415,6 +415,38 @@ def test_late_interim_after_final_does_not_overwrite() -> None:
     assert s.streams == ()
 
 
+def test_interim_still_open_when_the_final_lands_does_not_overwrite() -> None:
+    s, _ = run(
+        [
+            *ready(),
+            c.TranscriptStreamOpened("u1", "useg", ME, False, 2.0),
+            c.TranscriptStreamOpened("u2", "useg", ME, True, 2.1),
+            c.TranscriptStreamChunk("u2", "useg", "The final words.", 2.1),
+            c.TranscriptStreamClosed("u2", "useg", 2.2),
+            c.TranscriptStreamChunk("u1", "useg", "the fin", 2.3),
+            c.TranscriptStreamClosed("u1", "useg", 2.4),
+        ]
+    )
+    (seg,) = s.transcript
+    assert (seg.text, seg.final, seg.open) == ("The final words.", True, False)
+
+
+def test_segment_id_clash_across_roles_is_dropped_quietly() -> None:
+    s, _ = run(
+        [
+            *ready(),
+            *agent_says("a1", "same", ["agent text"], 2.0),
+            c.TranscriptStreamOpened("u1", "same", ME, False, 3.0),
+            c.TranscriptStreamChunk("u1", "same", "user text", 3.0),
+            c.TranscriptStreamClosed("u1", "same", 3.1),
+        ]
+    )
+    (seg,) = s.transcript
+    assert (seg.role, seg.text) == ("agent", "agent text")
+    assert s.orphans == ()
+    assert s.streams == ()
+
+
 def test_final_from_stream_trailer() -> None:
     s, _ = run(
         [
