@@ -162,7 +162,10 @@ class ToolRunner:
         ctx = ToolContext(call_id=call.call_id, tool_name=call.tool_name, approver=self.approver)
         # The handler gets its own copy: params are untrusted and the reducer keeps the
         # original for display.
-        params = copy.deepcopy(dict(call.params))
+        try:
+            params = copy.deepcopy(dict(call.params))
+        except RecursionError:
+            return self._failure(call, "error", "Tool parameters are nested too deeply", started)
         loop = asyncio.get_running_loop()
         running = _Running(
             task=loop.create_task(_invoke(entry.handler, params, ctx)),

@@ -455,6 +455,31 @@ async def test_cancelling_the_caller_propagates_and_cancels_the_handler() -> Non
     assert runner.active == 0
 
 
+async def test_absurdly_nested_params_are_refused_not_crashed() -> None:
+    nested: Any = "leaf"
+    for _ in range(5000):
+        nested = [nested]
+    reg = ToolRegistry()
+    reg.register("deep", lambda p, c: "ran")
+    the_call = ClientToolCall.model_construct(
+        call_id="call_1", tool_name="deep", params={"x": nested}, expects_response=True
+    )
+    outcome = await ToolRunner(reg).run(the_call)
+    assert outcome.status == "error"
+    assert outcome.error == "Tool parameters are nested too deeply"
+
+
+def test_outcome_preview_and_reducer_input() -> None:
+    ok = ToolOutcome("c", "t", "ok", result={"a": "x\ny" * 100}, duration=0.25)
+    assert "\n" not in ok.preview
+    assert len(ok.preview) == 200
+    inp = ok.as_input(3.0)
+    assert inp == conv.ClientToolFinished("c", "ok", 3.0, ok.preview, None, None)
+    failed = ToolOutcome("c", "t", "timeout", error="too slow")
+    assert failed.preview == "too slow"
+    assert failed.as_input(1.0).error == "too slow"
+
+
 def test_default_timeout_is_validated() -> None:
     with pytest.raises(ValueError, match="invalid tool timeout"):
         ToolRunner(ToolRegistry(), default_timeout=0)
