@@ -118,7 +118,9 @@ class FishtalkApp(App[int]):
             yield ModeFlags(id="flags")
             yield LevelMeters(id="meters")
         yield Input(placeholder="Type a message and press Enter", id="input")
-        yield Footer()
+        # The palette key is listed on the help screen; the footer keeps its room for
+        # the call's own keys at 80 columns.
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         """Wire the session, draw the first frame, start the session worker."""
@@ -129,7 +131,7 @@ class FishtalkApp(App[int]):
         self.query_one("#input", Input).focus()
         if self._live_timers:
             self.set_interval(1.0, self._tick)
-            self.set_interval(1.0 / self.LEVELS_HZ, self._poll_levels)
+            self.set_interval(1.0 / self.LEVELS_HZ, self.refresh_levels)
         self.run_worker(
             self._run_session(),
             name="session",
@@ -203,9 +205,12 @@ class FishtalkApp(App[int]):
     def has_audio(self) -> bool:
         """Whether the session has real audio devices (else the UI says text-only)."""
         backend = self.session.audio
-        return backend is not None and not isinstance(backend, NullAudio)
+        if backend is None:
+            return False
+        return backend.has_input or not isinstance(backend, NullAudio)
 
-    def _poll_levels(self) -> None:
+    def refresh_levels(self) -> None:
+        """Poll the session's audio levels into the meters (about 20 Hz while running)."""
         meters = self.query_one(LevelMeters)
         audio = self.has_audio
         if audio != meters.audio:

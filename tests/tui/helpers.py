@@ -6,6 +6,7 @@ from textual.message import Message
 from textual.pilot import Pilot
 
 from fishtalk import conversation as c
+from fishtalk.audio.base import NullAudio
 from fishtalk.protocol import (
     ATTR_AGENT_STATE,
     ClientToolCall,
@@ -83,6 +84,18 @@ def client_call(call: str, name: str, at: float, params: dict[str, object]) -> c
         ClientToolCall(call_id=call, tool_name=name, params=params, expects_response=True),
         at,
     )
+
+
+class FakeDevices(NullAudio):
+    """Stands in for real devices in widget tests: the UI shows meters, not "text-only"."""
+
+    @property
+    def description(self) -> str:
+        return "mic: test, speaker: test"
+
+    @property
+    def has_input(self) -> bool:
+        return True
 
 
 async def drawn(pilot: Pilot[int], session: ScriptedSession) -> None:
