@@ -949,3 +949,82 @@ def test_state_is_immutable() -> None:
     s = live()
     with pytest.raises(AttributeError):
         s.status = "ended"  # type: ignore[misc]
+
+
+# --- a whole conversation ---------------------------------------------------------------------
+
+
+def test_a_whole_conversation() -> None:
+    """A realistic session from connect to the agent's goodbye, checked end to end."""
+    lookup = ClientToolCall(
+        call_id="call_1", tool_name="get_balance", params={"account": "main"}, expects_response=True
+    )
+    result = ClientToolResult(call_id="call_1", result={"balance": 42})
+    script: list[c.Input] = [
+        c.SendText("hello?", 0.2),  # typed before anything is up: shown and queued
+        c.Connected(ME, 0.5),
+        c.ParticipantJoined(AGENT, 0.9, True, {ATTR_AGENT_STATE: "initializing"}),
+        agent_state("speaking", 1.2),
+        *agent_says("g1", "greet", ["Hi! ", "How can I help?"], 1.3),
+        agent_state("listening", 1.6),
+        c.TranscriptStreamOpened("u1", "q1", ME, False, 2.0),
+        c.TranscriptStreamChunk("u1", "q1", "what's my", 2.0),
+        c.TranscriptStreamClosed("u1", "q1", 2.0),
+        c.TranscriptStreamOpened("u2", "q1", ME, True, 2.5),
+        c.TranscriptStreamChunk("u2", "q1", "What's my balance?", 2.5),
+        c.TranscriptStreamClosed("u2", "q1", 2.5),
+        agent_state("thinking", 2.6),
+        ev(lookup, 2.7),
+        ev(ToolStarted(call_id="call_1", tool_name="get_balance", tool_source="client"), 2.7),
+        c.ClientToolFinished("call_1", "ok", 2.9, '{"balance":42}', None, result),
+        ev(
+            ToolCompleted(
+                call_id="call_1",
+                tool_name="get_balance",
+                tool_source="client",
+                output='{"balance":42}',
+            ),
+            3.0,
+        ),
+        agent_state("speaking", 3.1),
+        c.TranscriptStreamOpened("g2", "answer", AGENT, False, 3.2),
+        c.TranscriptStreamChunk("g2", "answer", "You have 42 ", 3.3),
+        c.Interrupt(3.4),
+        c.TranscriptStreamChunk("g2", "answer", "dollars and also", 3.5),
+        c.TranscriptStreamClosed("g2", "answer", 3.6),
+        agent_state("listening", 3.7),
+        ev(SessionEnded(reason="agent_hangup"), 4.0),
+        c.Disconnected(4.5, "ROOM_DELETED"),
+    ]
+    s, effects = run(script)
+
+    assert (s.status, s.end_reason) == ("ended", "agent_hangup")
+    assert sends(effects) == [
+        UserMessage(text="hello?", audio=False),
+        result,
+        UserInterrupt(),
+    ]
+    assert [type(e).__name__ for e in effects if not isinstance(e, c.SendClientEvent)] == [
+        "ScheduleTimer",  # agent join
+        "CancelTimer",  # the agent published its first state
+        "RunClientTool",
+        "ScheduleTimer",  # session.ended grace
+        "CancelTimer",
+        "Teardown",
+    ]
+    lines = [
+        (item.role, item.text, item.final, item.interrupted)
+        if isinstance(item, c.Segment)
+        else (item.tool_name, item.display_status, item.duration)
+        for item in s.timeline()
+    ]
+    assert lines == [
+        ("user", "hello?", True, False),
+        ("agent", "Hi! How can I help?", True, False),
+        ("user", "What's my balance?", True, False),
+        ("get_balance", "completed", pytest.approx(0.3)),
+        ("agent", "You have 42 ", True, True),
+    ]
+    assert s.mode == "listening"
+    assert s.errors == ()
+    assert s.clock.elapsed() == 4.0
