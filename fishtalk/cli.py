@@ -11,6 +11,7 @@ its ``exit_code``; a traceback only appears with ``--debug``.
 import asyncio
 import json
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from fishtalk import __version__
-from fishtalk.errors import EXIT_ERROR, EXIT_OK, FishtalkError
+from fishtalk.errors import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, FishtalkError
 
 if TYPE_CHECKING:
     from fishtalk.api import LiveKitGrant, SessionClient
@@ -281,6 +282,84 @@ def example_config_text() -> str:
     return files("fishtalk").joinpath("data", "config.example.toml").read_text(encoding="utf-8")
 
 
+# --- tools --------------------------------------------------------------------------------
+
+tools_app = typer.Typer(help="List and try the client tools this machine offers the agent.")
+app.add_typer(tools_app, name="tools")
+
+
+@tools_app.command("list")
+def tools_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Show every declared, built-in and plugin tool with its source and validity.
+
+    Exits with 2 when a tool is misconfigured (a session would refuse to start).
+    """
+    from dataclasses import asdict
+
+    from fishtalk.tools.approval import printable
+    from fishtalk.tools.build import describe_tools
+
+    infos = describe_tools(load())
+    if as_json:
+        typer.echo(json.dumps([asdict(i) for i in infos], indent=2))
+    elif not infos:
+        typer.echo("no client tools enabled: declare them as [tools.NAME] in the config")
+    for info in [] if as_json else infos:
+        status = "ok" if info.problem is None else ("ERROR" if info.fatal else "warning")
+        timeout = f"{info.timeout:g}s" if info.timeout is not None else "default"
+        typer.echo(
+            f"{info.name}  [{info.source}]  approve={info.approve}  timeout={timeout}  {status}"
+        )
+        for text in (info.description, info.detail, info.problem):
+            if text:
+                typer.echo(f"    {printable(text)}")
+    if any(i.fatal for i in infos):
+        raise typer.Exit(EXIT_USAGE)
+
+
+@tools_app.command("run")
+def tools_run(
+    name: Annotated[str, typer.Argument(help="The tool to run.")],
+    params: Annotated[
+        str, typer.Option("--params", "-p", help="The call's params as a JSON object.")
+    ] = "{}",
+) -> None:
+    """Run one tool locally exactly as a call from the agent would (same limits, same
+    approval, asked on this terminal). Prints the result as JSON."""
+    try:
+        parsed = json.loads(params)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--params") from None
+    if not isinstance(parsed, dict):
+        raise typer.BadParameter("must be a JSON object", param_hint="--params")
+    settings = load()
+
+    import secrets
+
+    from fishtalk.protocol import ClientToolCall
+    from fishtalk.tools.approval import printable, terminal_approver
+    from fishtalk.tools.build import build_runner
+
+    runner = build_runner(settings, approver=terminal_approver())
+    call = ClientToolCall(
+        call_id=f"local-{secrets.token_hex(4)}",
+        tool_name=name,
+        params=parsed,
+        expects_response=True,
+    )
+    outcome = run_async(runner.run(call))
+    if outcome.ok:
+        text = json.dumps(outcome.result, indent=2, ensure_ascii=False)
+        typer.echo(re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text))
+        return
+    typer.echo(
+        f"fishtalk: tool {name!r} {outcome.status}: {printable(outcome.error or '')}", err=True
+    )
+    raise typer.Exit(EXIT_NOT_FOUND if outcome.status == "unknown" else EXIT_ERROR)
+
+
 # --- more commands ------------------------------------------------------------------------
 # Other helpers add one command each below (chat, demo, sim serve, devices, tools list|run).
 # Rules: one small function per command; import heavy modules (textual, livekit, numpy,
@@ -298,6 +377,59 @@ def demo() -> None:
     from fishtalk.tui.run import run_demo
 
     raise typer.Exit(run_demo(load))
+
+
+@app.command(
+    "chat",
+    epilog=(
+        "Exit codes: 0 the call ended normally (you or the agent hung up, the conversation "
+        "timed out, or it was escalated); 2 bad flags or config; 3 refused (401/402/403); "
+        "4 agent not found or not published; 5 API unavailable or unreachable; 6 request "
+        "rejected, unsupported transport or session expired; 7 connection lost or could not "
+        "be established; 130 interrupted (Ctrl-C)."
+    ),
+)
+def chat(
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Agent id (default: session.agent_id).")
+    ] = None,
+    api_url: Annotated[
+        str | None, typer.Option("--api-url", help="API base URL (default: api.url).")
+    ] = None,
+    public: Annotated[
+        bool | None,
+        typer.Option("--public/--no-public", help="Public agent: no API key, send an Origin."),
+    ] = None,
+    origin: Annotated[
+        str | None, typer.Option("--origin", help="Origin header for a public agent.")
+    ] = None,
+    text_only: Annotated[
+        bool, typer.Option("--text-only", help="No microphone or speaker; text replies.")
+    ] = False,
+    plain: Annotated[
+        bool,
+        typer.Option("--plain", help="Line-oriented output (automatic when stdout is no TTY)."),
+    ] = False,
+) -> None:
+    """Talk to an agent. Each input line is a typed turn; /help lists the commands
+    (/interrupt, /hangup, /mute, /unmute, /spoken on|off); end of input hangs up once the
+    agent has answered."""
+    settings = load(
+        {
+            "session.agent_id": agent,
+            "api.url": api_url,
+            "api.public": public,
+            "api.origin": origin,
+            "session.text_only": True if text_only else None,
+            "ui.plain": True if plain else None,
+        }
+    )
+    _require_agent(settings)
+    run_async(session_client(settings).aclose())  # same key / public-origin checks as above
+    from fishtalk.plain import run_plain
+
+    # Until the TUI front end is wired in here, every mode runs the plain front end.
+    raise typer.Exit(run_plain(settings, debug=_state.debug))
 
 
 # <<< commands added by other helpers end here
