@@ -357,6 +357,11 @@ class TrackRelay:
         self._relay = MediaRelay()
 
     def proxy(self) -> MediaStreamTrack:
-        """A new track that yields the source's frames (decoded and re-encoded by aiortc)."""
-        track: MediaStreamTrack = self._relay.subscribe(self.source, buffered=False)
+        """A new track that yields the source's frames (decoded and re-encoded by aiortc).
+
+        Buffered: a subscriber's send loop that stalls for a moment on a loaded machine
+        gets every frame late rather than losing some (gaps sound like glitches and skew
+        what a listener measures).
+        """
+        track: MediaStreamTrack = self._relay.subscribe(self.source, buffered=True)
         return track
