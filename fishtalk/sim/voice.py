@@ -222,11 +222,32 @@ class Heard:
     """Dominant frequency in Hz."""
 
 
-def analyse(samples: Pcm, rate: int = SAMPLE_RATE) -> Heard:
-    """Measure duration, loudness and dominant frequency of ``samples``."""
-    # Cap the FFT at the last 4 s: plenty of resolution, bounded cost.
-    tail = samples[-4 * rate :]
-    return Heard(samples.size / rate, rms_dbfs(samples), dominant_frequency(tail, rate))
+def analyse(samples: Pcm, rate: int = SAMPLE_RATE, *, threshold_dbfs: float = -45.0) -> Heard:
+    """Measure the sound in ``samples``: only its loud parts count.
+
+    Duration is the time spent above ``threshold_dbfs`` (10 ms frames), loudness the RMS of
+    those frames, and the frequency the median of the FFT peaks of its loud 100 ms blocks,
+    so that network glitches (gaps, concealment noise) barely move any of the three.
+    """
+    step = rate // 100
+    usable = samples[: samples.size - samples.size % step]
+    if usable.size == 0:
+        return Heard(0.0, -math.inf, 0.0)
+    blocks = usable.reshape(-1, step).astype(np.float64) / 32768.0
+    rms = np.sqrt(np.mean(blocks * blocks, axis=1))
+    with np.errstate(divide="ignore"):
+        loud_mask = 20 * np.log10(rms) > threshold_dbfs
+    if not loud_mask.any():
+        return Heard(0.0, -math.inf, 0.0)
+    loud = usable.reshape(-1, step)[loud_mask].reshape(-1)
+    peaks = []
+    block = rate // 10
+    for start in range(0, samples.size - block + 1, block):
+        chunk = samples[start : start + block]
+        if rms_dbfs(chunk) > threshold_dbfs:
+            peaks.append(dominant_frequency(chunk, rate))
+    frequency = float(np.median(peaks)) if peaks else dominant_frequency(loud, rate)
+    return Heard(int(loud_mask.sum()) / 100, rms_dbfs(loud), frequency)
 
 
 def describe(heard: Heard, *, final: bool) -> str:
@@ -253,7 +274,7 @@ class SpeechDetector:
     """
 
     threshold_dbfs: float = SPEECH_DBFS
-    hangover: float = 0.6
+    hangover: float = 0.8
     min_speech: float = 0.12
     _buf: list[Pcm] | None = None
     _quiet: float = 0.0

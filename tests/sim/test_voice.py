@@ -63,8 +63,20 @@ def test_analyse_tone() -> None:
     assert describe(heard, final=False).startswith("(hearing 1.2 s")
 
 
+def test_analyse_counts_only_sound() -> None:
+    # A tone with a gap (as a network glitch makes it) still measures as one clean tone.
+    audio = np.concatenate(
+        [tone(440.0, 0.6, amplitude=0.2), silence(0.4), tone(440.0, 0.6, amplitude=0.2)]
+    )
+    heard = analyse(audio)
+    assert abs(heard.duration - 1.2) <= 0.02
+    assert abs(heard.frequency - 440.0) < 2.0
+    assert abs(heard.dbfs - (-17.0)) < 0.5
+
+
 def test_analyse_silence() -> None:
     heard = analyse(silence(0.5))
+    assert heard.duration == 0.0
     assert heard.dbfs == float("-inf")
     assert heard.frequency == 0.0
 

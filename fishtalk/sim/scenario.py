@@ -1,0 +1,322 @@
+"""Scenario files: what the simulated Fish agent does, step by step.
+
+A scenario is a TOML file (stdlib ``tomllib``; no code runs from it). Top level::
+
+    name = "my-test"                  # optional; defaults to the file name
+    description = "What this shows"   # optional
+    then = "converse"                 # after the last step: "converse" (default) keeps
+                                      # answering the user; "listen" stays silent until
+                                      # the user hangs up; "end" ends the session
+                                      # (session.ended {reason: agent_hangup})
+
+    [agent]                           # all optional
+    greeting = "Hi there!"            # said once the user joins ("" for none); a
+                                      # session's overrides.first_message wins
+    greeting_audio = true             # false: the greeting is text-only
+    voice = "auto"                    # "auto" (espeak-ng when installed), "tones", "espeak"
+    idle_seconds = 20.0               # quiet time before the agent re-engages (0: never);
+                                      # user.activity and user turns reset it
+    max_duration_seconds = 1800       # the grant's max duration; at it the agent sends
+                                      # session.ended {reason: conversation_timeout}
+    tool_deadline_seconds = 30.0      # server-side wait for a client_tool.result
+
+    [[steps]]                         # run in order; each has a `do` key
+    do = "say"
+    text = "Hello."
+
+Steps (``do = ...`` and their fields, defaults in brackets):
+
+``say``              ``text``; ``audio`` [true] (false: transcript only, no speech).
+``state``            ``value``: any ``lk.agent.state`` string (set as is).
+``client_tool``      ``name``; ``params`` [{}]; ``expects_response`` [true];
+                     ``timeout`` [agent deadline] seconds; ``call_id`` [generated];
+                     ``announce`` [true]: say what came back (or that nothing did).
+``tool``             the agent's own tool, as tool.started then, after ``duration``
+                     [0.3] s, tool.completed (or tool.failed when ``error`` is set):
+                     ``name``; ``source`` ["webhook"]; ``input`` / ``output`` (any TOML
+                     value; strings are sent as is, others JSON-serialised);
+                     ``pad_input_bytes`` / ``pad_output_bytes`` [0] grow the payload to
+                     that size (over 4096 it is truncated and flagged); ``node_id``.
+``raw``              one agent-event data packet sent as is: exactly one of
+                     ``payload`` (text), ``payload_hex`` (bytes, e.g. invalid UTF-8) or
+                     ``json`` (a table: unknown types, missing fields); ``topic``
+                     ["agent-event"].
+``user_transcript``  a user segment under the user's identity: each of ``interim``
+                     [[]] replaces the text, ``interval`` [0.3] s apart, then
+                     ``final`` (optional).
+``error``            an ``error`` event: ``code`` ["provider_error"], ``message``.
+``wait_for``         wait for a client event of type ``event`` (e.g. "user.message",
+                     "user.activity", "client_tool.result") for ``timeout`` [30] s;
+                     ``on_timeout`` ["continue"] or "end".
+``drop_signalling``  close the user's signalling socket (the SDK resumes).
+``reconnect``        make the user's SDK rejoin in full (Leave action=RECONNECT).
+``end``              session.ended {``reason`` ["agent_hangup"]}, then the agent leaves.
+``sleep``            ``seconds``.
+
+While steps run, ``user.interrupt``, ``user.hangup`` and ``client_tool.result`` are
+always honoured; typed user turns not consumed by ``wait_for`` are answered once the
+steps are done (with ``then = "converse"``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
+
+from fishtalk.errors import EXIT_USAGE, FishtalkError
+
+
+class ScenarioError(FishtalkError):
+    """A scenario file that cannot be read or does not follow the format."""
+
+    exit_code = EXIT_USAGE
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgentSettings(_Model):
+    """The ``[agent]`` table: how the agent behaves outside the steps."""
+
+    greeting: str = (
+        "Hi! I'm the fishtalk simulated agent. Say something, or type a message, and I'll answer."
+    )
+    greeting_audio: bool = True
+    voice: Literal["auto", "tones", "espeak"] = "auto"
+    idle_seconds: float = Field(default=20.0, ge=0)
+    max_duration_seconds: int | None = Field(default=None, ge=1, le=3600)
+    tool_deadline_seconds: float = Field(default=30.0, gt=0, le=120)
+
+
+class Say(_Model):
+    """Speak (or, with ``audio = false``, only write) a line."""
+
+    do: Literal["say"]
+    text: str = Field(min_length=1)
+    audio: bool = True
+
+
+class SetState(_Model):
+    """Set the ``lk.agent.state`` attribute."""
+
+    do: Literal["state"]
+    value: str = Field(min_length=1)
+
+
+class CallClientTool(_Model):
+    """Send ``client_tool.call`` and (maybe) wait for the result."""
+
+    do: Literal["client_tool"]
+    name: str = Field(min_length=1)
+    params: dict[str, JsonValue] = Field(default_factory=dict)
+    expects_response: bool = True
+    timeout: float | None = Field(default=None, gt=0, le=120)
+    call_id: str | None = None
+    announce: bool = True
+
+
+class ToolRun(_Model):
+    """One of the agent's own tools: tool.started, then tool.completed or tool.failed."""
+
+    do: Literal["tool"]
+    name: str = Field(min_length=1)
+    source: str = "webhook"
+    input: JsonValue = None
+    output: JsonValue = None
+    error: str | None = None
+    duration: float = Field(default=0.3, ge=0)
+    pad_input_bytes: int = Field(default=0, ge=0, le=1_000_000)
+    pad_output_bytes: int = Field(default=0, ge=0, le=1_000_000)
+    node_id: str | None = None
+
+
+class Raw(_Model):
+    """A data packet sent exactly as written."""
+
+    do: Literal["raw"]
+    payload: str | None = None
+    payload_hex: str | None = None
+    json_: dict[str, JsonValue] | None = Field(default=None, alias="json")
+    topic: str = "agent-event"
+
+    @model_validator(mode="after")
+    def _one_payload(self) -> Raw:
+        given = [v for v in (self.payload, self.payload_hex, self.json_) if v is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of payload, payload_hex or json")
+        if self.payload_hex is not None:
+            try:
+                bytes.fromhex(self.payload_hex)
+            except ValueError:
+                raise ValueError("payload_hex is not hexadecimal") from None
+        return self
+
+    def data(self) -> bytes:
+        """The packet's bytes."""
+        import json
+
+        if self.payload is not None:
+            return self.payload.encode("utf-8")
+        if self.payload_hex is not None:
+            return bytes.fromhex(self.payload_hex)
+        return json.dumps(self.json_, separators=(",", ":")).encode("utf-8")
+
+
+class UserTranscript(_Model):
+    """A user transcript segment published under the user's identity."""
+
+    do: Literal["user_transcript"]
+    interim: list[str] = Field(default_factory=list)
+    final: str | None = None
+    interval: float = Field(default=0.3, ge=0)
+
+    @model_validator(mode="after")
+    def _something(self) -> UserTranscript:
+        if not self.interim and self.final is None:
+            raise ValueError("give interim texts, a final text, or both")
+        return self
+
+
+class SendError(_Model):
+    """An ``error`` agent event."""
+
+    do: Literal["error"]
+    code: str = "provider_error"
+    message: str | None = None
+
+
+class WaitFor(_Model):
+    """Wait for a client event of a given type."""
+
+    do: Literal["wait_for"]
+    event: str = Field(min_length=1)
+    timeout: float = Field(default=30.0, gt=0)
+    on_timeout: Literal["continue", "end"] = "continue"
+
+
+class DropSignalling(_Model):
+    """Close the user's signalling socket (the SDK resumes)."""
+
+    do: Literal["drop_signalling"]
+
+
+class ForceReconnect(_Model):
+    """Make the user's SDK rejoin in full."""
+
+    do: Literal["reconnect"]
+
+
+class End(_Model):
+    """End the session with ``session.ended``."""
+
+    do: Literal["end"]
+    reason: str = "agent_hangup"
+
+
+class Sleep(_Model):
+    """Pause the script."""
+
+    do: Literal["sleep"]
+    seconds: float = Field(ge=0)
+
+
+Step = Annotated[
+    Say
+    | SetState
+    | CallClientTool
+    | ToolRun
+    | Raw
+    | UserTranscript
+    | SendError
+    | WaitFor
+    | DropSignalling
+    | ForceReconnect
+    | End
+    | Sleep,
+    Field(discriminator="do"),
+]
+
+
+class Scenario(_Model):
+    """A parsed scenario file."""
+
+    name: str = "scenario"
+    description: str = ""
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    steps: list[Step] = Field(default_factory=list)
+    then: Literal["converse", "listen", "end"] = "converse"
+
+
+BUILTIN: Final = ("demo", "converse")
+"""Names of the scenarios shipped in ``fishtalk/sim/scenarios``."""
+
+
+def _describe(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False)[0]
+    loc = ".".join(str(p) for p in first["loc"] if not str(p)[0].isupper())
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{loc or 'top level'}: {first['msg']}{more}"
+
+
+def parse_scenario(text: str, *, source: str = "<scenario>", name: str | None = None) -> Scenario:
+    """Parse scenario TOML; raises :class:`ScenarioError` with a one-line reason."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"scenario {source}: not valid TOML: {exc}") from None
+    if name is not None:
+        data.setdefault("name", name)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(f"scenario {source}: {_describe(exc)}") from None
+
+
+def builtin_scenario(name: str) -> Scenario:
+    """One of :data:`BUILTIN`."""
+    if name not in BUILTIN:
+        raise ScenarioError(f"no built-in scenario {name!r} (built-in: {', '.join(BUILTIN)})")
+    text = resources.files("fishtalk.sim").joinpath("scenarios", f"{name}.toml").read_text("utf-8")
+    return parse_scenario(text, source=f"{name} (built-in)", name=name)
+
+
+def load_scenario(path_or_name: str | Path) -> Scenario:
+    """A scenario from a file path, or a built-in one by name (``demo``, ``converse``)."""
+    if isinstance(path_or_name, str) and path_or_name in BUILTIN:
+        return builtin_scenario(path_or_name)
+    path = Path(path_or_name)
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ScenarioError(f"cannot read scenario {path}: {reason}") from None
+    return parse_scenario(text, source=str(path), name=path.stem)
+
+
+__all__ = [
+    "BUILTIN",
+    "AgentSettings",
+    "CallClientTool",
+    "DropSignalling",
+    "End",
+    "ForceReconnect",
+    "Raw",
+    "Say",
+    "Scenario",
+    "ScenarioError",
+    "SendError",
+    "SetState",
+    "Sleep",
+    "Step",
+    "ToolRun",
+    "UserTranscript",
+    "WaitFor",
+    "builtin_scenario",
+    "load_scenario",
+    "parse_scenario",
+]
