@@ -1,0 +1,123 @@
+"""Latency of a typed turn: ``Session.send_text`` until the agent receives it, against the
+bare SDK ``publish_data`` on the same loopback sim.
+
+Both senders share one agent participant (a real ``livekit.rtc.Room``) on one
+:class:`~fishtalk.sim.server.SimServer`, in one process, so both are timed on the same
+clock from the call until the agent's ``data_received`` callback. Trials alternate between
+the two senders. WebRTC needs the private namespace::
+
+    .venv/bin/python -m fishtalk.sim.netns -- .venv/bin/python bench/bench_session.py
+
+Prints one markdown section.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+
+from livekit import rtc
+from pydantic import SecretStr
+
+from fishtalk import protocol as p
+from fishtalk.api import LiveKitGrant
+from fishtalk.config import Settings
+from fishtalk.session import Session
+from fishtalk.sim.server import SimServer
+
+TRIALS = 200
+WARMUP = 10
+ROOM = "bench"
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _measure() -> tuple[list[float], list[float]]:
+    async with SimServer() as server:
+        arrivals: asyncio.Queue[tuple[str, float]] = asyncio.Queue()
+        agent = rtc.Room()
+
+        def on_data(packet: rtc.DataPacket) -> None:
+            if packet.topic == p.TOPIC_CLIENT_EVENT and packet.participant is not None:
+                arrivals.put_nowait((packet.participant.identity, time.perf_counter()))
+
+        agent.on("data_received", on_data)
+        await agent.connect(server.ws_url, server.mint_token(ROOM, "agent", kind="agent"))
+        await agent.local_participant.set_attributes({p.ATTR_AGENT_STATE: "listening"})
+
+        bare = rtc.Room()
+        await bare.connect(server.ws_url, server.mint_token(ROOM, "user-bare"))
+        grant = LiveKitGrant(
+            session_id="bench",
+            expires_at=datetime.now(UTC) + timedelta(minutes=5),
+            max_duration_seconds=3600,
+            livekit_url=server.ws_url,
+            token=SecretStr(server.mint_token(ROOM, "user-session")),
+        )
+        settings = Settings.model_validate({"session": {"text_only": True}})
+        session = Session(settings, grant=grant)
+        ready = asyncio.Event()
+        session.add_listener(
+            lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
+        )
+        run = asyncio.ensure_future(session.run())
+        await asyncio.wait_for(ready.wait(), 20)
+        payload = p.encode_client_event(p.UserMessage(text="bench", audio=False))
+
+        async def one(kind: str, n: int) -> float:
+            started = time.perf_counter()
+            if kind == "session":
+                session.send_text(f"bench {n}")
+            else:
+                await bare.local_participant.publish_data(payload, topic=p.TOPIC_CLIENT_EVENT)
+            identity, arrived = await asyncio.wait_for(arrivals.get(), 10)
+            assert identity == ("user-session" if kind == "session" else "user-bare")
+            return arrived - started
+
+        session_ms: list[float] = []
+        bare_ms: list[float] = []
+        for n in range(WARMUP + TRIALS):
+            order = ("session", "bare") if n % 2 == 0 else ("bare", "session")
+            for kind in order:
+                took = await one(kind, n) * 1000
+                if n >= WARMUP:
+                    (session_ms if kind == "session" else bare_ms).append(took)
+        session.hangup()
+        await asyncio.wait_for(run, 10)
+        await bare.disconnect()
+        await agent.disconnect()
+        return session_ms, bare_ms
+
+
+def main() -> None:
+    """Measure and print the markdown section."""
+    session_ms, bare_ms = asyncio.run(_measure())
+    s_med, b_med = statistics.median(session_ms), statistics.median(bare_ms)
+    print("## session")
+    print()
+    print(
+        f"A typed turn from the call until the agent's `data_received` fires, {TRIALS} trials "
+        "each after a warm-up, alternating senders, same sim, same agent, same process: "
+        "`Session.send_text` (reducer, ordered outbox, publish) versus the bare SDK "
+        "`publish_data` of the same bytes."
+    )
+    print()
+    print("| sender | median ms | p95 ms | max ms |")
+    print("|---|---:|---:|---:|")
+    for name, values in (("Session.send_text", session_ms), ("bare publish_data", bare_ms)):
+        print(
+            f"| {name} | {statistics.median(values):.2f} | {_percentile(values, 0.95):.2f} | "
+            f"{max(values):.2f} |"
+        )
+    print()
+    print(f"Ratio of medians (session / bare): **{s_med / b_med:.2f}**.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
