@@ -426,9 +426,12 @@ def chat(
     )
     _require_agent(settings)
     run_async(session_client(settings).aclose())  # same key / public-origin checks as above
+    from fishtalk.tui.run import run_tui, wants_tui
+
+    if wants_tui(settings.ui.plain):
+        raise typer.Exit(run_tui(settings))
     from fishtalk.plain import run_plain
 
-    # Until the TUI front end is wired in here, every mode runs the plain front end.
     raise typer.Exit(run_plain(settings, debug=_state.debug))
 
 

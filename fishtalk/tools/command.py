@@ -28,10 +28,10 @@ import os
 import shlex
 import shutil
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from pydantic import JsonValue
 
@@ -45,6 +45,8 @@ STDERR_TAIL_BYTES: Final = 2000
 """How much of the end of stderr an error result carries."""
 EXIT_GRACE_SECONDS: Final = 1.0
 """After the tool exits, how long leftover processes may keep its output open."""
+SETTLE_SECONDS: Final = 10.0
+"""Upper bound for reaping a killed tool (normally milliseconds, slower on a loaded box)."""
 
 BASE_ENV: Final = (
     "PATH",
@@ -156,8 +158,8 @@ async def run_command(
     if spec.cwd is not None and not spec.cwd.is_dir():
         raise CommandToolError(f"working directory not found: {spec.cwd}")
     payload = json.dumps(params, ensure_ascii=False).encode("utf-8")
-    try:
-        proc = await asyncio.create_subprocess_exec(
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
             *spec.argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -166,12 +168,24 @@ async def run_command(
             env=dict(env),
             start_new_session=True,  # own process group: one killpg reaches every child
         )
+    )
+    try:
+        proc = await asyncio.shield(spawn)
     except FileNotFoundError:
         raise CommandToolError(f"program not found: {spec.argv[0]}") from None
     except PermissionError:
         raise CommandToolError(f"program is not executable: {spec.argv[0]}") from None
     except OSError as exc:
         raise CommandToolError(f"cannot start {spec.argv[0]}: {exc.strerror or exc}") from None
+    except asyncio.CancelledError:
+        # Cancelled mid-spawn (a short timeout on a busy machine): the child may exist
+        # already. Let the spawn finish, then kill the group before giving up.
+        await _ride_out(spawn.done, SETTLE_SECONDS)
+        if spawn.done() and not spawn.cancelled() and spawn.exception() is None:
+            started = spawn.result()
+            _kill_group(started.pid)
+            await _settle(started)
+        raise
 
     # Pipes were requested above, so all three streams exist.
     assert proc.stdin is not None
@@ -205,10 +219,7 @@ async def run_command(
         _kill_group(proc.pid)
         raise
     finally:
-        for task in (feeder, readers, exited):
-            if not task.done():
-                task.cancel()
-        await asyncio.gather(feeder, readers, exited, return_exceptions=True)
+        await _settle(proc, readers, feeder, exited)
 
     code = proc.returncode
     if code != 0:
@@ -219,6 +230,47 @@ async def run_command(
             reason = f"exited with status {code}"
         raise CommandToolError(f"{reason}: {tail}" if tail else reason)
     return _parse_output(out.text())
+
+
+async def _ride_out(condition: Callable[[], bool], limit: float) -> bool:
+    """Poll until ``condition()`` holds or ``limit`` seconds pass, riding out
+    cancellations; return whether one arrived (the caller re-raises it after cleanup).
+
+    Polling rather than awaiting a task on purpose: at shutdown ``asyncio.run`` cancels
+    every task, including any we would wait on."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    interrupted = False
+    while not condition() and loop.time() < deadline:
+        try:
+            await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            interrupted = True
+    return interrupted
+
+
+async def _settle(proc: asyncio.subprocess.Process, *tasks: asyncio.Future[Any]) -> None:
+    """Make sure the child is reaped and its pipes closed before we return, so nothing
+    outlives the call (a loop closing right after would leak the transports). Bounded and
+    not interruptible: after a SIGKILL this is quick. A cancellation arriving meanwhile is
+    re-raised at the end."""
+    readers = tasks[:1]
+    interrupted = await _ride_out(
+        lambda: proc.returncode is not None and all(t.done() for t in readers), SETTLE_SECONDS
+    )
+    for task in tasks:
+        if not task.done():
+            task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    if proc.returncode is not None and proc.returncode < 0:
+        # Killed: the pipe transports close in callbacks scheduled just after the exit is
+        # reported; give them a moment so none outlives a loop that is about to close.
+        until = asyncio.get_running_loop().time() + 0.05
+        interrupted = (
+            await _ride_out(lambda: asyncio.get_running_loop().time() >= until, 1.0) or interrupted
+        )
+    if interrupted:
+        raise asyncio.CancelledError
 
 
 async def _exit_of(proc: asyncio.subprocess.Process) -> int:
@@ -256,10 +308,11 @@ class _Capture:
             if self.keep_tail:
                 del self.data[: len(self.data) - self.limit]
             else:
+                # Keep draining (and discarding) so the pipe reaches EOF once the tool is
+                # killed; a paused pipe would keep the subprocess transport open.
                 del self.data[self.limit :]
                 if not self.overflowed.done():
                     self.overflowed.set_result(None)
-                return
 
     def text(self) -> str:
         return self.data.decode("utf-8", errors="replace")
