@@ -12,7 +12,7 @@ import socket
 import struct
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TextIO
 
 from fishtalk.errors import EXIT_CONNECTION, FishtalkError
 
@@ -59,6 +59,21 @@ def has_webrtc_network() -> bool:
             if not address.startswith("127."):
                 return True
     return False
+
+
+def wants_tui(
+    plain: bool | None, *, stdin: TextIO | None = None, stdout: TextIO | None = None
+) -> bool:
+    """Whether ``fishtalk chat`` opens the TUI: not asked for plain mode, and both ends of
+    the conversation are a terminal (pipes and redirects keep the line mode)."""
+    if plain:
+        return False
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    try:
+        return stdin.isatty() and stdout.isatty()
+    except ValueError:  # a closed stream
+        return False
 
 
 class _AppLink:
@@ -161,4 +176,11 @@ def run_demo(load: Callable[[dict[str, object]], Settings], *, scenario: str = D
             sim.stop()
 
 
-__all__ = ["DEMO_AGENT", "NO_WEBRTC_NETWORK", "has_webrtc_network", "run_demo", "run_tui"]
+__all__ = [
+    "DEMO_AGENT",
+    "NO_WEBRTC_NETWORK",
+    "has_webrtc_network",
+    "run_demo",
+    "run_tui",
+    "wants_tui",
+]
