@@ -298,6 +298,7 @@ def test_example_loads_as_is_and_uncommented(tmp_path: Path) -> None:
         "copy_to_clipboard",
         "notify",
         "get_local_context",
+        "lookup_order",
     }
     assert s.tools["list_todos"].command is not None
 

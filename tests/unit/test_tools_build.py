@@ -194,3 +194,19 @@ def test_example_config_tools_build(tmp_path: Path) -> None:
         }
     )
     assert len(build_registry(s)) == 5
+
+
+def test_config_and_tools_import_no_front_end_or_media() -> None:
+    import json
+    import subprocess
+
+    probe = (
+        "import json, sys\n"
+        "import fishtalk.config, fishtalk.paths, fishtalk.tools.build\n"
+        "heavy = ('textual', 'livekit', 'numpy', 'sounddevice')\n"
+        "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(done.stdout) == []
