@@ -273,9 +273,12 @@ class SimServer:
 
     # --- Hub (called by the signalling layer) --------------------------------------------
 
-    def authorize(self, token: str | None) -> JoinGrant:
-        """Check a token against the keys and closed rooms; raises JoinDenied."""
-        return self._tokens.check(token, self.rooms.closed)
+    def authorize(self, token: str | None, *, resuming: bool = False) -> JoinGrant:
+        """Check a token against the keys and closed rooms; raises JoinDenied.
+
+        Expiry is not held against a resume (see :meth:`TokenChecker.check`).
+        """
+        return self._tokens.check(token, self.rooms.closed, allow_expired=resuming)
 
     async def join(self, session: ParticipantSession, params: ClientParams) -> None:
         """Admit a fresh participant: JoinResponse, subscriber offer, presence broadcast."""

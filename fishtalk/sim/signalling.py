@@ -115,15 +115,27 @@ class TokenChecker:
 
     def __init__(self, api_key: str, api_secret: str, *, leeway: timedelta = timedelta(seconds=2)):
         self._verifier = TokenVerifier(api_key, api_secret, leeway=leeway)
+        # Expiry is not checked this way; everything else (signature, issuer) still is.
+        self._ignoring_expiry = TokenVerifier(api_key, api_secret, leeway=timedelta(days=36500))
 
     def check(
-        self, token: str | None, closed_rooms: set[str] | frozenset[str] = frozenset()
+        self,
+        token: str | None,
+        closed_rooms: set[str] | frozenset[str] = frozenset(),
+        *,
+        allow_expired: bool = False,
     ) -> JoinGrant:
-        """Return the grant in ``token``; raise :class:`JoinDenied` saying why not."""
+        """Return the grant in ``token``; raise :class:`JoinDenied` saying why not.
+
+        ``allow_expired`` is for resumes: the SDK resumes with the token it joined with,
+        which may have expired during a long session (this server sends no refreshed
+        tokens), and a resume only takes back a session that is still live.
+        """
         if not token:
             raise JoinDenied("missing access token (expected 'Authorization: Bearer <jwt>')")
+        verifier = self._ignoring_expiry if allow_expired else self._verifier
         try:
-            claims = self._verifier.verify(token)
+            claims = verifier.verify(token)
         except jwt.ExpiredSignatureError:
             raise JoinDenied("access token expired") from None
         except jwt.InvalidSignatureError:
@@ -164,8 +176,9 @@ def bearer_token(request: web.Request) -> str | None:
 class Hub(Protocol):
     """What the signalling layer needs from the server core (rooms, media, forwarding)."""
 
-    def authorize(self, token: str | None) -> JoinGrant:
-        """Check a token against keys and closed rooms; raises JoinDenied."""
+    def authorize(self, token: str | None, *, resuming: bool = False) -> JoinGrant:
+        """Check a token against keys and closed rooms (expiry too unless ``resuming``);
+        raises JoinDenied."""
         ...
 
     async def join(self, session: ParticipantSession, params: ClientParams) -> None:
@@ -410,18 +423,19 @@ def make_handlers(hub: Hub, *, ping_interval: int, ping_timeout: int) -> list[we
     """The aiohttp routes for ``/rtc``, ``/rtc/v1`` and ``/rtc/validate``."""
 
     async def validate(request: web.Request) -> web.Response:
+        resuming = ClientParams.from_query(request.query).reconnect
         try:
-            hub.authorize(bearer_token(request))
+            hub.authorize(bearer_token(request), resuming=resuming)
         except JoinDenied as exc:
             return web.Response(status=exc.status, text=str(exc))
         return web.Response(status=200, text="success")
 
     async def rtc_socket(request: web.Request) -> web.StreamResponse:
+        params = ClientParams.from_query(request.query)
         try:
-            grant = hub.authorize(bearer_token(request))
+            grant = hub.authorize(bearer_token(request), resuming=params.reconnect)
         except JoinDenied as exc:
             return web.Response(status=exc.status, text=str(exc))
-        params = ClientParams.from_query(request.query)
         ws = web.WebSocketResponse(max_msg_size=0)
         await ws.prepare(request)
         if params.reconnect:

@@ -18,6 +18,7 @@ from fishtalk.protocol import ATTR_AGENT_STATE, TOPIC_TRANSCRIPTION
 from fishtalk.sim.server import SimServer
 from fishtalk.sim.testing import (
     Client,
+    Events,
     RoomFactory,
     collect_audio,
     connect_client,
@@ -394,3 +395,19 @@ async def test_server_stop_disconnects_clients() -> None:
         assert reason == rtc.DisconnectReason.SERVER_SHUTDOWN
     finally:
         await alice.room.disconnect()
+
+
+async def test_resume_works_after_the_token_expired() -> None:
+    async with SimServer() as server:
+        lk_room = rtc.Room()
+        events = Events(lk_room)
+        token = server.mint_token(ROOM, "alice", ttl=timedelta(seconds=1))
+        await asyncio.wait_for(lk_room.connect(server.ws_url, token), 30)
+        try:
+            await asyncio.sleep(3.5)  # past expiry plus the checker's leeway
+            await server.drop_signalling(ROOM, "alice")
+            await events.wait("reconnected", within=20)
+            assert events.seen["disconnected"] == []
+            assert server.participants(ROOM) == ["alice"]
+        finally:
+            await lk_room.disconnect()

@@ -52,6 +52,7 @@ def test_refusals_say_why(checker: TokenChecker) -> None:
     assert "another API key" in _reason(checker, other_key)
     expired = mine.mint_token("r", "u", ttl=timedelta(minutes=-1))
     assert "expired" in _reason(checker, expired)
+    assert checker.check(expired, allow_expired=True).identity == "u"  # resumes only
     assert "closed" in _reason(checker, mine.mint_token("gone", "u"), frozenset({"gone"}))
     no_join = (
         AccessToken("devkey", SECRET)
