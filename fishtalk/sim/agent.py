@@ -173,6 +173,7 @@ class SimAgent:
         self._script: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._user_joined = asyncio.Event()
+        self._user_back = asyncio.Event()
         self._done = asyncio.Event()
         self._ending = False
         self._last_activity = time.monotonic()
@@ -353,8 +354,10 @@ class SimAgent:
         if self._user_gone is not None:
             self._user_gone.cancel()
             self._user_gone = None
+        if self._user_joined.is_set():
             self.note("user came back")
         self._user_joined.set()
+        self._user_back.set()
 
     def _on_participant_disconnected(self, participant: rtc.RemoteParticipant) -> None:
         if not self._is_user(participant) or self._ending:
@@ -579,7 +582,12 @@ class SimAgent:
 
     async def _step_reconnect(self, step: ForceReconnect) -> None:
         self.note("forcing the user to reconnect")
+        self._user_back.clear()
         await self._server.force_reconnect(self.session.room, self.session.user_identity)
+        try:
+            await asyncio.wait_for(self._user_back.wait(), USER_GRACE)
+        except TimeoutError:
+            self.note("the user did not rejoin")
 
     async def _step_end(self, step: End) -> None:
         await self.end(step.reason)

@@ -48,8 +48,10 @@ Steps (``do = ...`` and their fields, defaults in brackets):
 ``wait_for``         wait for a client event of type ``event`` (e.g. "user.message",
                      "user.activity", "client_tool.result") for ``timeout`` [30] s;
                      ``on_timeout`` ["continue"] or "end".
-``drop_signalling``  close the user's signalling socket (the SDK resumes).
-``reconnect``        make the user's SDK rejoin in full (Leave action=RECONNECT).
+``drop_signalling``  close the user's signalling socket (the SDK resumes on its own, and
+                     reports ``reconnected`` about 3 s later: follow with a ``sleep``).
+``reconnect``        make the user's SDK rejoin in full (Leave action=RECONNECT); the step
+                     ends once the user is back (or after 20 s).
 ``end``              session.ended {``reason`` ["agent_hangup"]}, then the agent leaves.
 ``sleep``            ``seconds``.
 
