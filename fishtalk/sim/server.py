@@ -318,6 +318,7 @@ class SimServer:
         session.media = media
         media.renegotiate()
         self._broadcast(room, [me.info()], exclude=me.identity)
+        self._spawn(self._activate(session, media))
         self._spawn(self._subscribe_existing(session, media))
         self._notify()
 
@@ -560,6 +561,17 @@ class SimServer:
             stream_id(published.publisher_sid, published.track_sid),
             published.track_sid,
         )
+
+    async def _activate(self, session: ParticipantSession, media: ParticipantMedia) -> None:
+        # LiveKit marks a participant ACTIVE once its media path is up (the SDK then
+        # raises participant_active: "ready to receive data").
+        await media.subscriber_connected.wait()
+        room = self.rooms.get(session.room)
+        me = room.participants.get(session.identity) if room is not None else None
+        if media.closed or room is None or me is None or me.sid != session.participant_sid:
+            return
+        room.mark_active(me.identity)
+        self._broadcast(room, [me.info()])
 
     async def _subscribe_existing(
         self, session: ParticipantSession, media: ParticipantMedia

@@ -60,6 +60,27 @@ async def test_join_with_jwt_and_presence(room_factory: RoomFactory, sim_server:
     assert "bob" not in alice.room.remote_participants
 
 
+async def test_participants_become_active(room_factory: RoomFactory) -> None:
+    alice = await room_factory(ROOM, "alice")
+    await room_factory(ROOM, "bob")
+    (participant,) = await alice.events.wait("participant_active", _identity_is("bob"))
+    assert participant.identity == "bob"
+
+
+async def test_duplicate_identity_replaces_the_old_connection(
+    room_factory: RoomFactory, sim_server: SimServer
+) -> None:
+    watcher = await room_factory(ROOM, "watcher")
+    first = await room_factory(ROOM, "alice")
+    second = await room_factory(ROOM, "alice")
+    (reason,) = await first.events.wait("disconnected")
+    assert reason == rtc.DisconnectReason.DUPLICATE_IDENTITY
+    assert sim_server.participants(ROOM) == ["watcher", "alice"]
+    await second.local.publish_data(b"the new one", topic="t")
+    (packet,) = await watcher.events.wait("data_received")
+    assert packet.participant.identity == "alice"
+
+
 async def test_bad_signature_is_refused_with_the_reason(sim_server: SimServer) -> None:
     forger = SimServer(api_key=sim_server.api_key, api_secret="not-the-secret-" * 3)
     message = await _connect_error(sim_server, forger.mint_token(ROOM, "mallory"))
@@ -335,6 +356,20 @@ class _Tone:
             self.feeding.cancel()
             await asyncio.gather(self.feeding, return_exceptions=True)
         await self.source.aclose()
+
+
+async def test_mute_is_seen_by_others(room_factory: RoomFactory) -> None:
+    speaker = await room_factory(ROOM, "speaker")
+    listener = await room_factory(ROOM, "listener")
+    async with _Tone(speaker, 440.0) as tone:
+        await listener.events.wait("track_subscribed")
+        tone.track.mute()
+        _, publication = await listener.events.wait("track_muted", within=15)
+        assert publication.sid == tone.sid
+        assert listener.room.remote_participants["speaker"].track_publications[tone.sid].muted
+        tone.track.unmute()
+        _, publication = await listener.events.wait("track_unmuted", within=15)
+        assert publication.sid == tone.sid
 
 
 async def test_late_joiner_receives_audio_published_before(room_factory: RoomFactory) -> None:
