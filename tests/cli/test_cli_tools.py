@@ -182,3 +182,55 @@ def test_tools_run_open_url_end_to_end(tmp_path: Path) -> None:
     )  # fmt: skip
     assert refused.returncode == 1
     assert "only http:// and https://" in refused.stderr
+
+
+FORKER = """
+import os, subprocess, sys, time
+kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]) for _ in range(2)]
+open(sys.argv[1], "w").write(" ".join(str(x) for x in [os.getpid(), *(k.pid for k in kids)]))
+time.sleep(600)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def test_ctrl_c_kills_the_tool_and_its_children(tmp_path: Path) -> None:
+    import signal
+
+    (tmp_path / "forker.py").write_text(FORKER, encoding="utf-8")
+    pidfile = tmp_path / "pids"
+    path = config(
+        tmp_path,
+        f"[tools.hangs]\ncommand = {toml_argv(PY, str(tmp_path / 'forker.py'), str(pidfile))}\n"
+        "approve = 'always'\ntimeout = 100\n",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FISH_", "FISHTALK_"))}
+    proc = subprocess.Popen(
+        [PY, "-m", "fishtalk", "--config", str(path), "tools", "run", "hangs"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            pids = pidfile.read_text().split() if pidfile.exists() else []
+            if len(pids) == 3:
+                break
+            time.sleep(0.05)
+        assert len(pids) == 3, "the tool never started"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.communicate(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not all(_gone(int(x)) for x in pids):
+        time.sleep(0.05)
+    assert [x for x in pids if not _gone(int(x))] == []
