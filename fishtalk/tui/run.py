@@ -168,6 +168,10 @@ def run_demo(load: Callable[[dict[str, object]], Settings], *, scenario: str = D
                 "api.api_key": info.dev_key,
                 "api.public": False,
                 "session.agent_id": DEMO_AGENT,
+                # The tour calls these two client tools; both are harmless and need no
+                # approval, so the demo shows them succeeding.
+                "tools.get_local_context.builtin": True,
+                "tools.notify.builtin": True,
             }
         )
         return run_tui(settings, title="demo (simulated agent)")

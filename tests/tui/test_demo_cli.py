@@ -1,0 +1,119 @@
+"""``fishtalk demo`` and ``fishtalk chat`` as a person runs them: in a terminal (tmux)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from fishtalk.tui.run import NO_WEBRTC_NETWORK, wants_tui
+
+TMUX = shutil.which("tmux")
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_wants_tui_only_on_a_terminal() -> None:
+    assert wants_tui(None, stdin=_Tty(), stdout=_Tty())
+    assert not wants_tui(True, stdin=_Tty(), stdout=_Tty())
+    assert not wants_tui(None, stdin=io.StringIO(), stdout=_Tty())
+    assert not wants_tui(None, stdin=_Tty(), stdout=io.StringIO())
+
+
+def test_demo_without_a_webrtc_network_says_so_at_once() -> None:
+    """A host with only loopback (a fresh network namespace): one sentence, exit 7."""
+    unshare = shutil.which("unshare")
+    assert unshare is not None, "util-linux unshare is needed for this test"
+    proc = subprocess.run(
+        [unshare, "-rn", sys.executable, "-m", "fishtalk", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 7, proc.stderr
+    assert proc.stderr == f"fishtalk: {NO_WEBRTC_NETWORK}\n"
+    assert proc.stdout == ""
+
+
+class Tmux:
+    """One private tmux server (its own socket) running one window."""
+
+    def __init__(self) -> None:
+        assert TMUX is not None, "tmux is needed for this test (apt-get install tmux)"
+        self.socket = f"fishtalk-test-{uuid.uuid4().hex[:8]}"
+
+    def run(self, *args: str) -> str:
+        assert TMUX is not None
+        out = subprocess.run(
+            [TMUX, "-L", self.socket, *args], capture_output=True, text=True, timeout=15, check=True
+        )
+        return out.stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "main")
+
+    def wait_for(self, text: str, within: float) -> str:
+        deadline = time.monotonic() + within
+        while True:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} did not appear; the screen:\n{screen}")
+            time.sleep(0.5)
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    session = Tmux()
+    try:
+        yield session
+    finally:
+        subprocess.run(
+            [TMUX or "tmux", "-L", session.socket, "kill-server"],
+            capture_output=True,
+            timeout=15,
+            check=False,
+        )
+
+
+@pytest.mark.webrtc
+@pytest.mark.timeout(240)
+def test_demo_in_a_terminal(tmux: Tmux) -> None:
+    env = {
+        "XDG_CONFIG_HOME": "/nonexistent-fishtalk-test",
+        "FISHTALK_CONFIG": "",
+        "PATH": os.environ.get("PATH", ""),
+    }
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    command = (
+        f"env -u FISHTALK_CONFIG {exports} {shlex.quote(sys.executable)} -m fishtalk demo; "
+        "echo FISHTALK-EXIT=$?; sleep 60"
+    )
+    tmux.run("new-session", "-d", "-x", "100", "-y", "30", "-s", "main", command)
+    first = tmux.wait_for("Hi! I'm a simulated Fish agent", within=60)
+    assert "fishtalk · demo (simulated agent)" in first
+    assert "● connected" in tmux.wait_for("● connected", within=30)
+    tmux.run("send-keys", "-t", "main", "-l", "hello from tmux")
+    tmux.run("send-keys", "-t", "main", "Enter")
+    tmux.wait_for("you ⌨ hello from tmux", within=10)
+    # The tour answers typed turns once it has shown everything (about a minute).
+    screen = tmux.wait_for("You said: hello from tmux", within=150)
+    assert "lookup_weather" in screen or "notify" in screen or "tools" in screen
+    tmux.run("send-keys", "-t", "main", "C-x")
+    ended = tmux.wait_for("Session ended", within=30)
+    assert "You hung up." in ended
+    tmux.run("send-keys", "-t", "main", "q")
+    tmux.wait_for("FISHTALK-EXIT=0", within=30)
