@@ -435,6 +435,26 @@ def chat(
     raise typer.Exit(run_plain(settings, debug=_state.debug))
 
 
+sim_app = typer.Typer(help="The offline stand-in for Fish: LiveKit server + simulated agent.")
+app.add_typer(sim_app, name="sim")
+
+
+@sim_app.command("serve")
+def sim_serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (0 picks a free one).")] = 7880,
+    scenario: Annotated[
+        str | None,
+        typer.Option("--scenario", help="Scenario TOML file, or a built-in: demo, converse."),
+    ] = None,
+) -> None:
+    """Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it.
+    (WebRTC needs a non-loopback network interface; any normal machine has one.)"""
+    from fishtalk.sim.cli import serve
+
+    raise typer.Exit(serve(host=host, port=port, scenario=scenario))
+
+
 # <<< commands added by other helpers end here
 
 
