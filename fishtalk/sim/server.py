@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -116,6 +117,7 @@ class SimServer:
         self._runner = runner
         addresses = runner.addresses
         self._port = int(addresses[0][1]) if addresses else self._requested_port
+        self._spawn(self._ping_watchdog())
 
     async def stop(self) -> None:
         """Disconnect everyone (Leave: server shutdown) and stop listening."""
@@ -416,6 +418,22 @@ class SimServer:
         return room.snapshot() if room is not None else []
 
     # --- internals -----------------------------------------------------------------------
+
+    async def _ping_watchdog(self) -> None:
+        # Like LiveKit: a client silent for longer than ping_timeout has lost its socket
+        # (the SDK pings every ping_interval), so close it and let the resume window run.
+        while True:
+            await asyncio.sleep(self.ping_interval)
+            now = time.monotonic()
+            for session in list(self._sessions.values()):
+                ws = session.ws
+                if ws is not None and now - session.last_seen > self.ping_timeout:
+                    log.info(
+                        "%s sent nothing for %.0f s: closing",
+                        session.identity,
+                        now - session.last_seen,
+                    )
+                    await ws.close()
 
     def _notify(self) -> None:
         self._changed.set()

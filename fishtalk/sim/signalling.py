@@ -245,7 +245,6 @@ class ParticipantSession:
         self._outbox: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._held: list[bytes] = []
         self._writer: asyncio.Task[None] | None = None
-        self.lost_at: float | None = None
         self.expiry: asyncio.TimerHandle | None = None
 
     @property
@@ -292,7 +291,7 @@ class ParticipantSession:
             self._outbox.put_nowait(None)
             self._writer = None
         self.ws = ws
-        self.lost_at = None
+        self.last_seen = time.monotonic()
         if self.expiry is not None:
             self.expiry.cancel()
             self.expiry = None
@@ -346,11 +345,9 @@ class ParticipantSession:
                     left = True
                     break
         finally:
-            if self.ws is ws:
-                if left or self.closed:
-                    await self.detach()
-                else:
-                    await self.detach()
+            if self.ws is ws:  # else a resume already replaced this socket
+                await self.detach()
+                if not (left or self.closed):
                     self.hub.socket_lost(self)
 
     async def handle(self, request: rtc.SignalRequest) -> bool:

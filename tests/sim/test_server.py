@@ -13,6 +13,7 @@ from datetime import timedelta
 import aiohttp
 import pytest
 from livekit import rtc
+from livekit.protocol import rtc as signal
 
 from fishtalk.protocol import ATTR_AGENT_STATE, TOPIC_TRANSCRIPTION
 from fishtalk.sim.server import SimServer
@@ -261,11 +262,11 @@ async def test_opus_audio_is_relayed(room_factory: RoomFactory) -> None:
 
 
 async def test_pings_keep_a_long_session_alive() -> None:
-    async with SimServer(ping_interval=1, ping_timeout=2) as server:
+    async with SimServer(ping_interval=1, ping_timeout=3) as server:
         alice = await connect_client(server, ROOM, "alice")
         bob = await connect_client(server, ROOM, "bob")
         try:
-            await asyncio.sleep(5)  # longer than ping_timeout: only pongs keep it alive
+            await asyncio.sleep(7)  # over twice ping_timeout: only ping/pong keeps it alive
             assert alice.events.seen["reconnecting"] == []
             assert alice.events.seen["disconnected"] == []
             assert alice.room.connection_state == rtc.ConnectionState.CONN_CONNECTED
@@ -275,6 +276,22 @@ async def test_pings_keep_a_long_session_alive() -> None:
         finally:
             await alice.room.disconnect()
             await bob.room.disconnect()
+
+
+async def test_silent_clients_lose_their_socket() -> None:
+    async with SimServer(ping_interval=1, ping_timeout=2, resume_window=1.0) as server:
+        headers = {"Authorization": f"Bearer {server.mint_token(ROOM, 'mute')}"}
+        async with aiohttp.ClientSession() as http:
+            ws = await http.ws_connect(f"{server.ws_url}/rtc?protocol=16", headers=headers)
+            first = await ws.receive(timeout=10)
+            join = signal.SignalResponse()
+            join.ParseFromString(first.data)
+            assert join.WhichOneof("message") == "join"
+            assert server.participants(ROOM) == ["mute"]
+            # Never ping: the server closes the socket, then gives up on a resume.
+            while not ws.closed:
+                await ws.receive(timeout=10)
+            await server.wait_for_participants(ROOM, set(), within=10)
 
 
 async def test_resume_after_dropped_signalling(
