@@ -103,6 +103,12 @@ SCENARIOS = {
         text = "Events sent."
         audio = false
     """,
+    "idle": """
+        [agent]
+        greeting = "Hi."
+        greeting_audio = false
+        idle_seconds = 1.5
+    """,
     "short": """
         then = "listen"
         [agent]
@@ -354,3 +360,36 @@ async def test_user_transcript_from_a_tone(sim: SimHandle, user: UserClient) -> 
     reply = await user.final_agent_segment("I heard")
     assert "440 hertz" in reply.text or "44" in reply.text
     await source.aclose()
+
+
+async def test_token_is_single_use(sim: SimHandle, user: UserClient) -> None:
+    grant = await user.start("plain")
+    await user.final_agent_segment("friend.")
+    second = rtc.Room()
+    with pytest.raises(rtc.ConnectError, match="single-use"):
+        await asyncio.wait_for(second.connect(grant["livekit_url"], grant["token"]), 30)
+    # The user leaving on purpose ends the session; the token is then dead too.
+    await user.room.disconnect()
+    session = sim.endpoint.sessions[user.session_id]
+    await user.until(lambda: session.status == "completed")
+    agent = await sim.agent(user.session_id)
+    await agent.wait_note("left")
+    third = rtc.Room()
+    with pytest.raises(rtc.ConnectError, match="session has ended"):
+        await asyncio.wait_for(third.connect(grant["livekit_url"], grant["token"]), 30)
+
+
+async def test_idle_re_engagement_postponed_by_activity(sim: SimHandle, user: UserClient) -> None:
+    await user.start("idle")
+    await user.final_agent_segment("Hi.")
+    quiet_until = time.monotonic() + 3.0
+    while time.monotonic() < quiet_until:
+        await user.send(p.UserActivity())
+        await asyncio.sleep(0.5)
+    assert not any("still there" in s.text for s in user.agent_segments())
+    nudge = await user.final_agent_segment("Are you still there?", within=20.0)
+    assert nudge.final
+    await user.until(lambda: user.states[-1] == "idle", within=20.0)
+    # A turn wakes it up again.
+    await user.send(p.UserMessage(text="back", audio=False))
+    await user.final_agent_segment("You said: back")

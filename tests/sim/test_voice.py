@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import sys
 import wave
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 from fishtalk.sim.voice import (
     FRAME_SAMPLES,
     SAMPLE_RATE,
+    EspeakVoice,
     SpeechDetector,
     ToneVoice,
     analyse,
@@ -123,3 +126,35 @@ def test_speech_detector_ignores_clicks_and_silence() -> None:
     audio = np.concatenate([silence(0.5), tone(300.0, 0.04), silence(1.0)])
     assert _feed(det, audio) == []
     assert not det.active
+
+
+async def test_espeak_voice_with_a_stand_in_program(tmp_path: Path) -> None:
+    # A stand-in for espeak-ng (not installed here): reads the word on stdin and writes a
+    # 16 kHz WAV with padding silence around 0.25 s of a tone.
+    script = tmp_path / "espeak-ng"
+    script.write_text(
+        "#!" + sys.executable + "\n"
+        "import io, sys, wave, math\n"
+        "word = sys.stdin.read()\n"
+        "assert word == 'hello', word\n"
+        "rate = 16000\n"
+        "tone = [int(8000 * math.sin(2 * math.pi * 200 * i / rate)) for i in range(4000)]\n"
+        "pcm = [0] * 1600 + tone + [0] * 1600\n"
+        "buf = io.BytesIO()\n"
+        "w = wave.open(buf, 'wb'); w.setnchannels(1); w.setsampwidth(2); w.setframerate(rate)\n"
+        "w.writeframes(b''.join(s.to_bytes(2, 'little', signed=True) for s in pcm)); w.close()\n"
+        "sys.stdout.buffer.write(buf.getvalue())\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    voice = EspeakVoice(str(script))
+    audio = await voice.render("hello ")
+    # Leading/trailing silence trimmed, then the 50 ms word pause.
+    assert abs(audio.size / SAMPLE_RATE - (0.25 + 0.05)) < 0.01
+    assert abs(analyse(audio).frequency - 200.0) < 3.0
+    # A program that writes garbage falls back to a tone.
+    broken = tmp_path / "broken"
+    broken.write_text("#!/bin/sh\necho nope\n", encoding="utf-8")
+    broken.chmod(0o755)
+    fallback = await EspeakVoice(str(broken)).render("hello")
+    assert np.array_equal(fallback, ToneVoice().word_audio("hello"))

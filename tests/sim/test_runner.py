@@ -1,0 +1,49 @@
+"""The in-process runners: SimThread (for `fishtalk demo`) without any WebRTC."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fishtalk.sim import DEV_KEY, SimThread
+from fishtalk.sim.endpoint import DEFAULT_DEV_KEY
+from fishtalk.sim.scenario import ScenarioError
+
+
+def test_dev_keys_agree() -> None:
+    assert DEV_KEY == DEFAULT_DEV_KEY
+
+
+def test_sim_thread_serves_and_stops() -> None:
+    before = {t.name for t in threading.enumerate()}
+    sim = SimThread("demo")
+    info = sim.start()
+    try:
+        assert info.api_url.startswith("http://127.0.0.1:")
+        assert info.dev_key == DEV_KEY
+        assert sim.start() == info  # idempotent
+        r = httpx.post(
+            f"{info.api_url}/v1/agent/sessions",
+            json={"agent_id": "err-502"},
+            headers={"Authorization": f"Bearer {info.dev_key}"},
+            timeout=10.0,
+        )
+        assert r.status_code == 502
+    finally:
+        sim.stop()
+    assert "fishtalk-sim" not in {t.name for t in threading.enumerate()} - before
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(f"{info.api_url}/v1/agent/sessions", json={}, timeout=2.0)
+    sim.stop()  # twice is harmless
+
+
+def test_sim_thread_context_manager_and_bad_scenario(tmp_path: Path) -> None:
+    with SimThread() as info:
+        assert info.api_url
+    bad = tmp_path / "bad.toml"
+    bad.write_text("then = 3", encoding="utf-8")
+    with pytest.raises(ScenarioError, match=r"bad\.toml"):
+        SimThread(bad).start()
