@@ -93,6 +93,16 @@ class FishtalkApp(App[int]):
         self._quitting = False
         self.renders = 0
         """How many times the state was drawn (the benchmark reads it)."""
+        # The chat widgets live as long as the app; holding them avoids DOM queries per
+        # frame and works whichever screen is on top (help, ended) or while closing.
+        self._transcript = Transcript(id="transcript")
+        self._tools = ToolPanel(id="tools")
+        self._agent = AgentIndicator(id="agent-state")
+        self._connection = ConnectionStatus(id="connection")
+        self._clock_view = SessionClock(id="clock")
+        self._flags = ModeFlags(id="flags")
+        self._meters = LevelMeters(id="meters")
+        self._input = Input(placeholder="Type a message and press Enter", id="input")
 
     # --- layout --------------------------------------------------------------------------
 
@@ -104,20 +114,18 @@ class FishtalkApp(App[int]):
                 title.append(" · ")
                 title.append(self.session_title)
             yield Static(title, id="title")
-            yield ConnectionStatus(id="connection")
-            yield SessionClock(id="clock")
+            yield self._connection
+            yield self._clock_view
         with Horizontal(id="main"):
-            transcript = Transcript(id="transcript")
-            transcript.border_title = "transcript"
-            yield transcript
-            tools = ToolPanel(id="tools")
-            tools.border_title = "tools"
-            yield tools
+            self._transcript.border_title = "transcript"
+            yield self._transcript
+            self._tools.border_title = "tools"
+            yield self._tools
         with Horizontal(id="statusbar"):
-            yield AgentIndicator(id="agent-state")
-            yield ModeFlags(id="flags")
-            yield LevelMeters(id="meters")
-        yield Input(placeholder="Type a message and press Enter", id="input")
+            yield self._agent
+            yield self._flags
+            yield self._meters
+        yield self._input
         # The palette key is listed on the help screen; the footer keeps its room for
         # the call's own keys at 80 columns.
         yield Footer(show_command_palette=False)
@@ -128,7 +136,7 @@ class FishtalkApp(App[int]):
             self.set_keymap(self._keymap)
         self.session.add_listener(self._on_session_state)
         self._draw(self.session.state)
-        self.query_one("#input", Input).focus()
+        self._input.focus()
         if self._live_timers:
             self.set_interval(1.0, self._tick)
             self.set_interval(1.0 / self.LEVELS_HZ, self.refresh_levels)
@@ -164,22 +172,24 @@ class FishtalkApp(App[int]):
             self._draw(self._state)
 
     def _draw(self, state: State) -> None:
+        if not self._transcript.is_attached:
+            return  # the app is closing: nothing left to draw on
         self._dirty = False
         self._drawn = state
         self._last_render = time.monotonic()
         self.renders += 1
         now = self._clock()
-        self.query_one(Transcript).set_items(state.transcript)
-        self.query_one(ToolPanel).show(state.tools, now)
-        self.query_one(AgentIndicator).show(state)
-        self.query_one(ConnectionStatus).show(state)
-        self.query_one(SessionClock).show(state, now)
+        self._transcript.set_items(state.transcript)
+        self._tools.show(state.tools, now)
+        self._agent.show(state)
+        self._connection.show(state)
+        self._clock_view.show(state, now)
         audio = self.has_audio
-        self.query_one(ModeFlags).show(state, audio=audio)
-        meters = self.query_one(LevelMeters)
+        self._flags.show(state, audio=audio)
+        meters = self._meters
         meters.audio = audio
         meters.muted = state.muted
-        self.query_one("#input", Input).disabled = state.ended
+        self._input.disabled = state.ended
         self._announce(state)
 
     def _announce(self, state: State) -> None:
@@ -198,8 +208,8 @@ class FishtalkApp(App[int]):
     def _tick(self) -> None:
         """Once a second: the session clock and running tools' elapsed times."""
         now = self._clock()
-        self.query_one(SessionClock).show(self._state, now)
-        self.query_one(ToolPanel).show(self._state.tools, now)
+        self._clock_view.show(self._state, now)
+        self._tools.show(self._state.tools, now)
 
     @property
     def has_audio(self) -> bool:
@@ -211,11 +221,11 @@ class FishtalkApp(App[int]):
 
     def refresh_levels(self) -> None:
         """Poll the session's audio levels into the meters (about 20 Hz while running)."""
-        meters = self.query_one(LevelMeters)
+        meters = self._meters
         audio = self.has_audio
         if audio != meters.audio:
             meters.audio = audio
-            self.query_one(ModeFlags).show(self._state, audio=audio)
+            self._flags.show(self._state, audio=audio)
         if not audio:
             return
         levels = self.session.audio_levels()

@@ -1,0 +1,213 @@
+"""Benchmark the TUI headless: how many state updates it absorbs and draws, and its memory.
+
+Prints one markdown section; asserts nothing. No network: the app runs on the scripted
+driver (the real reducer), so only the front end is measured::
+
+    .venv/bin/python bench/bench_tui.py
+
+Measures:
+* streaming: agent transcript chunks fed as fast as possible (bursts of BATCH between
+  event-loop turns) for a few seconds: inputs
+  reduced per second, frames drawn per second (capped at the app's RENDER_HZ), segments
+  re-wrapped per frame;
+* paced: 50 updates per second (the issue's target) for a few seconds: frames drawn and the
+  CPU share the app used;
+* big transcript: memory (tracemalloc) after N segments, and the cost of one frame when the
+  last of N segments changes (only that one is re-wrapped: the view is bounded + cached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import time
+import tracemalloc
+
+from fishtalk import conversation as c
+from fishtalk.protocol import ATTR_AGENT_STATE
+from fishtalk.tui.app import FishtalkApp
+from fishtalk.tui.driver import ScriptedSession
+from fishtalk.tui.widgets.transcript import Transcript
+
+SIZE = (100, 30)
+BATCH = 10
+
+
+def _connected(session: ScriptedSession) -> None:
+    session.feed(
+        c.Connected("user-bench", 1.0),
+        c.ParticipantJoined("agent", 1.1, attributes={ATTR_AGENT_STATE: "listening"}),
+    )
+
+
+def _app(session: ScriptedSession) -> FishtalkApp:
+    return FishtalkApp(session, clock=lambda: 10.0, live_timers=False, ended_linger=None)
+
+
+async def _settle(app: FishtalkApp, session: ScriptedSession) -> None:
+    for _ in range(500):
+        await asyncio.sleep(0.005)
+        if app.drawn_state is session.state:
+            return
+
+
+async def bench_streaming(seconds: float) -> dict[str, float]:
+    """Chunks as fast as the loop takes them."""
+    session = ScriptedSession()
+    app = _app(session)
+    async with app.run_test(size=SIZE, headless=True):
+        _connected(session)
+        transcript = app.query_one(Transcript)
+        await _settle(app, session)
+        renders0, wraps0 = app.renders, transcript.renders
+        fed = 0
+        seg = 0
+        start = time.perf_counter()
+        cpu0 = time.process_time()
+        while time.perf_counter() - start < seconds:
+            stream = f"s{seg}"
+            session.feed(c.TranscriptStreamOpened(stream, f"seg{seg}", "agent", False, 2.0))
+            for word in range(40):
+                session.feed(c.TranscriptStreamChunk(stream, f"seg{seg}", f" word{word}", 2.0))
+                fed += 1
+                if word % BATCH == 0:
+                    # Let the app run between small bursts, as packets arrive in a session.
+                    await asyncio.sleep(0)
+            session.feed(c.TranscriptStreamClosed(stream, f"seg{seg}", 3.0))
+            seg += 1
+        elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu0
+        await _settle(app, session)
+        frames = app.renders - renders0
+        return {
+            "inputs_per_s": fed / elapsed,
+            "frames_per_s": frames / elapsed,
+            "wraps_per_frame": (transcript.renders - wraps0) / max(frames, 1),
+            "cpu_share": cpu / elapsed,
+            "segments": float(seg),
+        }
+
+
+async def bench_paced(seconds: float, rate: float) -> dict[str, float]:
+    """A steady ``rate`` updates per second, as a fast talker's transcript would arrive."""
+    session = ScriptedSession()
+    app = _app(session)
+    async with app.run_test(size=SIZE, headless=True):
+        _connected(session)
+        await _settle(app, session)
+        renders0 = app.renders
+        session.feed(c.TranscriptStreamOpened("s", "seg", "agent", False, 2.0))
+        start = time.perf_counter()
+        cpu0 = time.process_time()
+        lags: list[float] = []
+        n = 0
+        while (now := time.perf_counter()) - start < seconds:
+            due = start + n / rate
+            if now < due:
+                await asyncio.sleep(due - now)
+            lags.append(max(0.0, time.perf_counter() - due))
+            session.feed(c.TranscriptStreamChunk("s", "seg", f" w{n}", 2.0))
+            n += 1
+        elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu0
+        await _settle(app, session)
+        return {
+            "updates_per_s": n / elapsed,
+            "frames_per_s": (app.renders - renders0) / elapsed,
+            "cpu_share": cpu / elapsed,
+            "feed_lag_p50_ms": statistics.median(lags) * 1000,
+        }
+
+
+async def bench_big(segments: int) -> dict[str, float]:
+    """Memory after ``segments`` segments and the cost of one frame at that size."""
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    session = ScriptedSession()
+    app = _app(session)
+    async with app.run_test(size=SIZE, headless=True):
+        _connected(session)
+        for i in range(segments):
+            role_user = i % 2 == 0
+            stream = f"s{i}"
+            identity = "user-bench" if role_user else "agent"
+            text = f"segment {i}: " + "lorem ipsum dolor sit amet " * 3
+            session.feed(
+                c.TranscriptStreamOpened(stream, f"seg{i}", identity, role_user, 2.0 + i),
+                c.TranscriptStreamChunk(stream, f"seg{i}", text, 2.0 + i),
+                c.TranscriptStreamClosed(stream, f"seg{i}", 2.1 + i, role_user or None),
+            )
+            if i % 200 == 0:
+                await asyncio.sleep(0)
+        await _settle(app, session)
+        gc.collect()
+        memory = tracemalloc.get_traced_memory()[0] - base
+        tracemalloc.stop()
+        transcript = app.query_one(Transcript)
+        # One streaming token into the newest segment: time the frame it causes.
+        session.feed(c.TranscriptStreamOpened("last", "last", "agent", False, 9e5))
+        await _settle(app, session)
+        costs: list[float] = []
+        wraps0 = transcript.renders
+        for k in range(30):
+            session.feed(c.TranscriptStreamChunk("last", "last", f" t{k}", 9e5))
+            t0 = time.perf_counter()
+            app.force_render()
+            costs.append(time.perf_counter() - t0)
+            await asyncio.sleep(0)
+        return {
+            "memory_mb": memory / 1e6,
+            "held": float(transcript.item_count),
+            "hidden": float(transcript.hidden_count),
+            "frame_ms_p50": statistics.median(costs) * 1000,
+            "frame_ms_max": max(costs) * 1000,
+            "wraps_per_frame": (transcript.renders - wraps0) / len(costs),
+        }
+
+
+async def main(quick: bool) -> None:
+    seconds = 1.5 if quick else 4.0
+    streaming = await bench_streaming(seconds)
+    paced = await bench_paced(seconds, 50.0)
+    sizes = (500, 2000) if quick else (1000, 5000, 10000)
+    big = [(n, await bench_big(n)) for n in sizes]
+    print("## TUI (headless, scripted driver)\n")
+    print(
+        f"Textual app at {SIZE[0]}x{SIZE[1]} on the real reducer, no network. Frames are "
+        f"capped at {FishtalkApp.RENDER_HZ:g} per second; state updates in between are "
+        "coalesced.\n"
+    )
+    print("| scenario | result |")
+    print("| --- | --- |")
+    print(
+        f"| streaming, as fast as possible, bursts of {BATCH} "
+        f"({streaming['segments']:.0f} segments) | "
+        f"{streaming['inputs_per_s']:,.0f} chunks/s reduced, "
+        f"{streaming['frames_per_s']:.1f} frames/s, "
+        f"{streaming['wraps_per_frame']:.2f} segments re-wrapped per frame, "
+        f"CPU {streaming['cpu_share']:.0%} |"
+    )
+    print(
+        f"| paced at 50 updates/s | {paced['updates_per_s']:.1f} updates/s fed, "
+        f"{paced['frames_per_s']:.1f} frames/s drawn, CPU {paced['cpu_share']:.0%}, "
+        f"feed lag p50 {paced['feed_lag_p50_ms']:.1f} ms |"
+    )
+    for n, result in big:
+        print(
+            f"| {n:,} segments | memory {result['memory_mb']:.1f} MB (tracemalloc), "
+            f"{result['held']:.0f} held + {result['hidden']:.0f} summarised, "
+            f"frame on a streaming token p50 {result['frame_ms_p50']:.2f} ms "
+            f"(max {result['frame_ms_max']:.2f} ms), "
+            f"{result['wraps_per_frame']:.2f} segments re-wrapped per frame |"
+        )
+    print()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="shorter runs, smaller sizes")
+    args = parser.parse_args()
+    asyncio.run(main(args.quick))
