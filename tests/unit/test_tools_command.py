@@ -14,7 +14,7 @@ from pydantic import JsonValue
 
 from fishtalk.protocol import ClientToolCall
 from fishtalk.tools.command import MAX_OUTPUT_BYTES, CommandSpec, CommandTool
-from fishtalk.tools.registry import ApprovalRequest, ToolRegistry
+from fishtalk.tools.registry import ApprovalRequest, ToolContext, ToolRegistry
 from fishtalk.tools.runner import ToolOutcome, ToolRunner
 
 PY = sys.executable
@@ -344,3 +344,49 @@ async def test_timeout_applies_while_waiting_for_approval(tmp_path: Path) -> Non
 
     outcome = await run_tool(CommandSpec(name="e", argv=(PY, str(tool))), limit=1, approver=slow)
     assert outcome.status == "timeout"
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live pids whose command line contains ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and not gone(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("ticks", [0, 1, 2, 3, 5, 8, 13])
+async def test_cancel_at_any_point_leaves_no_process(tmp_path: Path, ticks: int) -> None:
+    # Cancel while spawning, feeding stdin or reading: whatever the timing, nothing survives.
+    marker = f"fishtalk-cancel-probe-{ticks}-{id(tmp_path)}"
+    tool = script(
+        tmp_path,
+        "sleeper.py",
+        """
+        import subprocess, sys, time
+        sleep = [sys.executable, "-c", "import time; time.sleep(600)", sys.argv[1]]
+        kids = [subprocess.Popen(sleep) for _ in range(2)]
+        time.sleep(600)
+        """,
+    )
+    spec = CommandSpec(name="sleeper", argv=(PY, str(tool), marker), approve="always")
+    task = asyncio.create_task(CommandTool(spec)({}, ToolContext("c", "sleeper")))
+    for _ in range(ticks):
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 20)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while True:
+        alive = processes_with(marker)
+        if not alive or loop.time() > deadline:
+            break
+        await asyncio.sleep(0.05)
+    assert alive == []
