@@ -31,7 +31,9 @@ One :class:`SimAgent` serves one session. It joins the session's room as identit
   session's max duration sends ``session.ended {reason: conversation_timeout}``; ignores
   malformed client events and unknown types.
 
-It does not barge in on user speech (a speaker echo would make it interrupt itself).
+It does not barge in on user speech, and it transcribes but does not answer sound that
+began while it was talking or within 0.5 s after: through a speaker without echo
+cancellation that is its own voice, and answering it would loop forever.
 Everything it decides is also appended to :attr:`SimAgent.journal`, which tests read.
 """
 
@@ -87,6 +89,8 @@ INTERIM_EVERY: Final = 0.5
 """Seconds between interim user transcripts while the user makes sound."""
 USER_GRACE: Final = 20.0
 """How long the agent waits for a user whose connection dropped to come back."""
+ECHO_TAIL: Final = 0.5
+"""Sound starting this soon after the agent stopped talking is taken for its echo."""
 _LEAD: Final = 0.06
 """How far ahead of real time audio frames are handed to the source."""
 
@@ -180,6 +184,7 @@ class SimAgent:
         self._nudged = False
         self._user_gone: asyncio.TimerHandle | None = None
         self._replies = 0
+        self._spoke_at = -1e9
         self._note_changed = asyncio.Event()
 
     # --- bookkeeping -------------------------------------------------------------------
@@ -480,6 +485,8 @@ class SimAgent:
             self._speech = None
         if not task.cancelled() and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]  # checked not None just above
+        if audio:
+            self._spoke_at = time.monotonic()
         spoken = "".join(delivered)
         self.note(f"{'said' if audio else 'wrote'}: {spoken.strip()}")
         if not self._ending:
@@ -778,19 +785,29 @@ class SimAgent:
         detector = SpeechDetector()
         segment = ""
         last_interim = 0.0
+        span = 0
+        over_my_voice = False
         try:
             async for event in stream:
                 frame = event.frame
+                rate = frame.sample_rate
                 pcm = np.frombuffer(frame.data, dtype=np.int16).copy()
-                outcome = detector.push(pcm, frame.sample_rate)
+                outcome = detector.push(pcm, rate)
                 if outcome == "start":
                     segment = "SG_" + secrets.token_hex(6)
                     last_interim = 0.0
+                    span = detector.utterance.size
+                    # Sound that starts while the agent talks is likely its own voice
+                    # coming back through a speaker: transcribe it, but don't answer it.
+                    over_my_voice = self._speaking_or_just_spoke()
                     self._touch()
+                elif outcome == "continue":
+                    span += pcm.size
                 if outcome in {"start", "continue"} and detector.active:
-                    heard = analyse(detector.utterance, frame.sample_rate)
-                    if heard.duration - last_interim >= INTERIM_EVERY:
-                        last_interim = heard.duration
+                    # Analyse only when an interim is due: the FFTs are not free.
+                    if span / rate - last_interim >= INTERIM_EVERY:
+                        last_interim = span / rate
+                        heard = analyse(detector.utterance, rate)
                         await self.publish_user_transcript(
                             identity,
                             segment,
@@ -799,8 +816,7 @@ class SimAgent:
                             track_sid=track_sid,
                         )
                 elif outcome == "end":
-                    heard = analyse(detector.utterance, frame.sample_rate)
-
+                    heard = analyse(detector.utterance, rate)
                     await self.publish_user_transcript(
                         identity,
                         segment,
@@ -809,9 +825,15 @@ class SimAgent:
                         track_sid=track_sid,
                     )
                     self._touch()
-                    self._inbox.put_nowait(_HeardSpeech(heard))
+                    if over_my_voice:
+                        self.note("heard sound over my own voice; not answering it")
+                    else:
+                        self._inbox.put_nowait(_HeardSpeech(heard))
         finally:
             await stream.aclose()
+
+    def _speaking_or_just_spoke(self) -> bool:
+        return self.state == "speaking" or time.monotonic() - self._spoke_at < ECHO_TAIL
 
     # --- conversation -------------------------------------------------------------------
 

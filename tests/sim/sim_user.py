@@ -20,7 +20,7 @@ from livekit import rtc
 
 from fishtalk import protocol as p
 from fishtalk.sim import SimHandle
-from fishtalk.sim.voice import SAMPLE_RATE, rms_dbfs
+from fishtalk.sim.voice import FRAME_SAMPLES, SAMPLE_RATE, rms_dbfs, silence, tone
 
 WAIT = 15.0
 
@@ -56,6 +56,7 @@ class UserClient:
     disconnected: bool = False
     reconnected: int = 0
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    _mic: rtc.AudioSource | None = None
 
     async def start(self, agent_id: str, **body: Any) -> dict[str, Any]:
         """Create a session and join it; returns the grant."""
@@ -201,9 +202,35 @@ class UserClient:
 
         return await self.until(find, within)
 
+    async def publish_tone(
+        self, frequency: float, seconds: float, *, before: float = 0.3, after: float = 1.5
+    ) -> None:
+        """Publish a microphone track (once) and play a tone on it in real time."""
+        if self._mic is None:
+            self._mic = rtc.AudioSource(SAMPLE_RATE, 1)
+            track = rtc.LocalAudioTrack.create_audio_track("mic", self._mic)
+            await self.room.local_participant.publish_track(
+                track, rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+            )
+        audio = np.concatenate(
+            [silence(before), tone(frequency, seconds, amplitude=0.3), silence(after)]
+        )
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for index in range(0, audio.size - FRAME_SAMPLES + 1, FRAME_SAMPLES):
+            chunk = audio[index : index + FRAME_SAMPLES]
+            frame = rtc.AudioFrame(chunk.tobytes(), SAMPLE_RATE, 1, FRAME_SAMPLES)
+            await self._mic.capture_frame(frame)
+            delay = start + (index + FRAME_SAMPLES) / SAMPLE_RATE - 0.05 - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
     async def close(self) -> None:
         """Leave and stop recording."""
         for task in list(self._tasks):
             task.cancel()
         with contextlib.suppress(Exception):
             await self.room.disconnect()
+        if self._mic is not None:
+            with contextlib.suppress(Exception):
+                await self._mic.aclose()
