@@ -459,4 +459,11 @@ def redacted_dict(settings: Settings) -> dict[str, Any]:
     for section, key in _SECRET_KEYS:
         if getattr(getattr(settings, section), key) is not None:
             data[section][key] = "<hidden>"
+    # Empty tables (no tools, no key bindings...) only add noise to `config show`.
+    for name, section in list(data.items()):
+        for key, value in list(section.items()):
+            if value == {}:
+                del section[key]
+        if not section and name == "tools":
+            del data[name]
     return data
