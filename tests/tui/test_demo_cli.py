@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import shlex
@@ -14,6 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from fishtalk.sim import run_sim
+from fishtalk.sim.scenario import parse_scenario
 from fishtalk.tui.run import NO_WEBRTC_NETWORK, wants_tui
 
 TMUX = shutil.which("tmux")
@@ -117,3 +120,37 @@ def test_demo_in_a_terminal(tmux: Tmux) -> None:
     assert "You hung up." in ended
     tmux.run("send-keys", "-t", "main", "q")
     tmux.wait_for("FISHTALK-EXIT=0", within=30)
+
+
+_GREETER = parse_scenario(
+    """
+    then = "converse"
+    [agent]
+    greeting = "Hello from the sim."
+    voice = "tones"
+    idle_seconds = 0
+    """,
+    name="greeter",
+)
+
+
+@pytest.mark.webrtc
+@pytest.mark.timeout(180)
+async def test_chat_opens_the_tui_on_a_terminal(tmux: Tmux) -> None:
+    async with run_sim(scenarios={"greeter": _GREETER}) as sim:
+        command = (
+            f"env -u FISHTALK_CONFIG XDG_CONFIG_HOME=/nonexistent-fishtalk-test "
+            f"FISH_API_KEY={shlex.quote(sim.dev_key)} {shlex.quote(sys.executable)} -m fishtalk "
+            f"chat --agent greeter --api-url {shlex.quote(sim.api_url)} --text-only; "
+            "echo FISHTALK-EXIT=$?; sleep 60"
+        )
+        await asyncio.to_thread(
+            tmux.run, "new-session", "-d", "-x", "80", "-y", "24", "-s", "main", command
+        )
+        screen = await asyncio.to_thread(tmux.wait_for, "agent ▸ Hello from the sim.", 60)
+        assert "╭─ transcript" in screen  # the full-screen TUI, not the line mode
+        await asyncio.to_thread(tmux.run, "send-keys", "-t", "main", "-l", "ping")
+        await asyncio.to_thread(tmux.run, "send-keys", "-t", "main", "Enter")
+        await asyncio.to_thread(tmux.wait_for, "You said: ping", 60)
+        await asyncio.to_thread(tmux.run, "send-keys", "-t", "main", "C-q")
+        await asyncio.to_thread(tmux.wait_for, "FISHTALK-EXIT=0", 30)
