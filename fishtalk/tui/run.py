@@ -141,6 +141,11 @@ def run_tui(settings: Settings, *, title: str = "") -> int:
     except ValueError as exc:  # a bad key binding in the config
         raise FishtalkError(str(exc)) from None
     code = app.return_code
+    finished = app.finished
+    if finished is not None and finished.exit_code != 0:
+        # The full-screen summary is gone with the alternate screen: leave the reason in
+        # the terminal's scrollback too, as the plain mode does.
+        sys.stderr.write(f"fishtalk: {finished.error or finished.message or finished.reason}\n")
     return code if code is not None else EXIT_CONNECTION
 
 

@@ -487,3 +487,18 @@ async def test_ended_screen_shows_reason_and_summary_text() -> None:
         assert "You hung up." in screen_text
         assert "1 (0 you, 1 agent)" in screen_text
         assert app.query_one(AgentIndicator).has_class("-state-ended")
+
+
+async def test_tiny_terminal_does_not_crash() -> None:
+    session = ScriptedSession()
+    app = make_app(session)
+    async with app.run_test(size=(40, 12)) as pilot:
+        session.feed(*connected(), *agent_says("a", ["tiny " * 30], 2.0))
+        session.feed(tool_started("t1", "x" * 60, 3.0, input='{"a": 1}'))
+        await drawn(pilot, session)
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.resize_terminal(20, 8)
+        await pilot.pause()
+        assert app.is_running

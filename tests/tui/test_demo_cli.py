@@ -154,3 +154,19 @@ async def test_chat_opens_the_tui_on_a_terminal(tmux: Tmux) -> None:
         await asyncio.to_thread(tmux.wait_for, "You said: ping", 60)
         await asyncio.to_thread(tmux.run, "send-keys", "-t", "main", "C-q")
         await asyncio.to_thread(tmux.wait_for, "FISHTALK-EXIT=0", 30)
+
+
+@pytest.mark.timeout(120)
+def test_chat_failure_shows_why_then_exits_with_the_plain_mode_code(tmux: Tmux) -> None:
+    """Nothing listens on the API port: ended screen, then the sentence and exit code 5."""
+    command = (
+        "env -u FISHTALK_CONFIG XDG_CONFIG_HOME=/nonexistent-fishtalk-test FISH_API_KEY=k "
+        f"{shlex.quote(sys.executable)} -m fishtalk chat --agent a "
+        "--api-url http://127.0.0.1:9 --text-only; echo FISHTALK-EXIT=$?; sleep 60"
+    )
+    tmux.run("new-session", "-d", "-x", "80", "-y", "24", "-s", "main", command)
+    ended = tmux.wait_for("Session ended", within=60)
+    assert "127.0.0.1:9" in ended
+    after = tmux.wait_for("FISHTALK-EXIT=5", within=30)
+    assert "fishtalk: " in after
+    assert "Traceback" not in after
