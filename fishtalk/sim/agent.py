@@ -305,6 +305,7 @@ class SimAgent:
             self._finish()
             raise _Ended from None
         self.note("user joined")
+        self.session.status = "active"
 
     async def _greet(self) -> None:
         overrides = self.session.body.overrides
@@ -319,6 +320,9 @@ class SimAgent:
             return
         self._ending = True
         self.note(f"ending: {reason}")
+        # Nothing may follow session.ended: stop the script unless it is the caller.
+        if self._script is not None and self._script is not asyncio.current_task():
+            self._script.cancel()
         self._interrupt_speech()
         with contextlib.suppress(Exception):
             await self._send(p.SessionEnded(reason=reason))
