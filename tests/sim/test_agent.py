@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 from livekit import rtc
-from sim_user import UserClient
 
 from fishtalk import protocol as p
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.scenario import parse_scenario
 from fishtalk.sim.voice import ToneVoice
+
+from .sim_user import UserClient
 
 pytestmark = pytest.mark.webrtc
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sim_user import UserClient
 
 from fishtalk import protocol as p
 from fishtalk.sim import SimHandle, run_sim
@@ -26,6 +25,8 @@ from fishtalk.sim.scenario import (
     parse_scenario,
 )
 from fishtalk.sim.voice import Pcm, ToneVoice, tone
+
+from .sim_user import UserClient
 
 # --- parsing (no network) --------------------------------------------------------------
 

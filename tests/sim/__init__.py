@@ -1,0 +1,1 @@
+"""Tests of the loopback sim (server, endpoint, agent, scenarios)."""
