@@ -195,7 +195,8 @@ class JoinGate:
     LiveKit server would kick the older connection instead), and every join is refused
     once the session has ended. Resumes pass untouched, and so does the SDK's full rejoin
     after a server-forced reconnect, because the server has removed the old participant
-    by then. ``/rtc/validate`` answers with the same reason, so the SDK's error says why.
+    by then. A first join after ``expires_at`` is refused too. ``/rtc/validate`` answers
+    with the same reason, so the SDK's error says why.
     Tokens the endpoint never issued (the agent's, tests' own) are not gated.
     """
 
@@ -216,6 +217,8 @@ class JoinGate:
             return None
         if session.status == "completed":
             return "the session has ended; its token can no longer be used"
+        if session.status == "pending" and datetime.now(UTC) > session.expires_at:
+            return "the session's join deadline (expires_at) has passed"
         if self._occupied(session.room, session.user_identity):
             return "the session token is already in use (tokens are single-use)"
         return None
@@ -235,6 +238,9 @@ class JoinGate:
                 reason = self.check(token)
                 if reason is not None:
                     return web.Response(status=401, text=reason)
+                session = self._issued.get(token) if token is not None else None
+                if fresh_join and session is not None and session.status == "pending":
+                    session.status = "active"
             return await handler(request)
 
         return gate

@@ -116,6 +116,17 @@ async def test_each_session_gets_fresh_room_and_token(env: _Env) -> None:
     assert len(rooms) == 2
 
 
+async def test_first_join_activates_session(env: _Env) -> None:
+    grant = (await env.create({"agent_id": "demo"})).json()
+    session = env.endpoint.sessions[grant["session_id"]]
+    assert session.status == "pending"
+    auth = {"Authorization": f"Bearer {grant['token']}"}
+    # No /rtc route on this bare app (404), but the gate let the join through first.
+    r = await env.client.get("/rtc", params={"sdk": "python"}, headers=auth)
+    assert r.status_code == 404
+    assert session.status == "active"
+
+
 async def test_token_single_use_gate(env: _Env) -> None:
     grant = (await env.create({"agent_id": "demo"})).json()
     session = env.endpoint.sessions[grant["session_id"]]
@@ -139,6 +150,10 @@ async def test_token_single_use_gate(env: _Env) -> None:
     r = await env.client.get("/rtc", params={"reconnect": "1"}, headers=auth)
     assert r.status_code == 404
     connected.clear()
+    session.expires_at = datetime.now(UTC) - timedelta(seconds=1)
+    assert gate.check(grant["token"]) == "the session's join deadline (expires_at) has passed"
+    session.status = "active"  # joined in time: rejoins stay possible
+    assert gate.check(grant["token"]) is None
     env.endpoint.end_session(session.session_id)
     assert gate.check(grant["token"]) == "the session has ended; its token can no longer be used"
 
