@@ -225,7 +225,10 @@ async def test_attributes_are_sticky_for_late_joiners(room_factory: RoomFactory)
         "participant_attributes_changed",
         lambda changed, p: changed.get(ATTR_AGENT_STATE) == "thinking",
     )
-    assert agent.local.attributes == {"role": "agent", ATTR_AGENT_STATE: "thinking"}
+    # The SDK applies the server's echo of our own update asynchronously.
+    await wait_until(
+        lambda: agent.local.attributes == {"role": "agent", ATTR_AGENT_STATE: "thinking"}
+    )
 
     late = await room_factory(ROOM, "late")
     assert late.room.remote_participants["agent"].attributes == {
