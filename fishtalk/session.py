@@ -346,10 +346,10 @@ class Session:
             api = self._settings.api
             session = self._settings.session
             if not session.agent_id:
+                from fishtalk.config import ConfigError
+
                 self._fail_before_connect(
-                    errors.FishtalkError(
-                        "no agent id given; pass --agent ID or set session.agent_id"
-                    )
+                    ConfigError("no agent id given; pass --agent ID or set session.agent_id")
                 )
                 return None
             request = SessionRequest(

@@ -255,3 +255,13 @@ async def test_late_agent_after_user(sim: Sim) -> None:
     assert state.agent_state == "idle"
     session.hangup()
     await asyncio.wait_for(run, WAIT)
+
+
+async def test_server_going_away_is_connection_lost(sim: Sim) -> None:
+    session = Session(sim.settings())
+    run = sim.start(session)
+    await sim.agent()
+    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    await sim.server.stop()
+    result = await asyncio.wait_for(run, 60)
+    assert (result.reason, result.exit_code) == ("connection_lost", 7)
