@@ -225,8 +225,10 @@ class SimServer:
         """Wait until exactly ``identities`` are in ``room``; TimeoutError after ``within`` s."""
 
         async def until() -> None:
-            while set(self.participants(room)) != set(identities):
-                self._changed.clear()
+            while True:
+                self._changed.clear()  # before the check, so no change slips between
+                if set(self.participants(room)) == set(identities):
+                    return
                 await self._changed.wait()
 
         await asyncio.wait_for(until(), within)
