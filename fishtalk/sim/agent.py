@@ -43,6 +43,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -89,6 +90,7 @@ INTERIM_EVERY: Final = 0.5
 """Seconds between interim user transcripts while the user makes sound."""
 USER_GRACE: Final = 20.0
 """How long the agent waits for a user whose connection dropped to come back."""
+_PLACEHOLDER: Final = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
 ECHO_TAIL: Final = 0.5
 """Sound starting this soon after the agent stopped talking is taken for its echo."""
 _LEAD: Final = 0.06
@@ -312,7 +314,19 @@ class SimAgent:
         greeting = overrides.first_message if overrides and overrides.first_message else None
         text = greeting if greeting is not None else self.settings.greeting
         if text:
-            await self.say(text, audio=self.settings.greeting_audio)
+            await self.say(self._fill(text), audio=self.settings.greeting_audio)
+
+    def _fill(self, text: str) -> str:
+        """Replace ``{{name}}`` with the session's dynamic variable ``name`` (if set)."""
+        variables = self.session.body.dynamic_variables or {}
+
+        def value(match: re.Match[str]) -> str:
+            found = variables.get(match[1])
+            if found is None:
+                return match[0]
+            return found if isinstance(found, str) else json.dumps(found)
+
+        return _PLACEHOLDER.sub(value, text)
 
     async def end(self, reason: str) -> None:
         """Send ``session.ended {reason}`` and leave."""
@@ -574,7 +588,7 @@ class SimAgent:
         }
 
     async def _step_say(self, step: Say) -> None:
-        await self.say(step.text, audio=step.audio)
+        await self.say(self._fill(step.text), audio=step.audio)
 
     async def _step_state(self, step: SetState) -> None:
         await self._set_state(step.value)

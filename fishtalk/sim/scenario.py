@@ -55,6 +55,9 @@ Steps (``do = ...`` and their fields, defaults in brackets):
 ``end``              session.ended {``reason`` ["agent_hangup"]}, then the agent leaves.
 ``sleep``            ``seconds``.
 
+Texts of ``say`` steps and the greeting may hold ``{{name}}`` placeholders, filled from the
+session's ``dynamic_variables`` (left as is when unset).
+
 While steps run, ``user.interrupt``, ``user.hangup`` and ``client_tool.result`` are
 always honoured; typed user turns not consumed by ``wait_for`` are answered once the
 steps are done (with ``then = "converse"``).

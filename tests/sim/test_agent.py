@@ -110,6 +110,12 @@ SCENARIOS = {
         greeting = '''Good morning, this greeting is deliberately long so that the user can
         talk over it while it plays, which is the whole point of this little scenario.'''
     """,
+    "vars": """
+        then = "listen"
+        [agent]
+        greeting = "Hello {{ customer }}, you are on {{plan}} ({{missing}})."
+        greeting_audio = false
+    """,
     "idle": """
         [agent]
         greeting = "Hi."
@@ -399,3 +405,15 @@ async def test_idle_re_engagement_postponed_by_activity(sim: SimHandle, user: Us
     # A turn wakes it up again.
     await user.send(p.UserMessage(text="back", audio=False))
     await user.final_agent_segment("You said: back")
+
+
+async def test_greeting_fills_dynamic_variables(sim: SimHandle, user: UserClient) -> None:
+    await user.start("vars", dynamic_variables={"customer": "Ada", "plan": 3})
+    greeting = await user.final_agent_segment("Hello")
+    assert greeting.text == "Hello Ada, you are on 3 ({{missing}})."
+
+
+async def test_first_message_override(sim: SimHandle, user: UserClient) -> None:
+    await user.start("vars", overrides={"first_message": "Custom hello."})
+    greeting = await user.final_agent_segment("Custom hello.")
+    assert greeting.text == "Custom hello."
