@@ -7,6 +7,7 @@ Run inside the network namespace (WebRTC ignores loopback)::
 Measures:
 * connect time of a fresh ``rtc.Room`` (token to ``connect()`` returning), median/p90;
 * data round trip A -> server -> B -> server -> A on the reliable channel, median/p99;
+* audio latency: a tone's first frame into A's AudioSource until B hears it, median/max;
 * server CPU per relayed Opus audio track: the server runs in a child process so its CPU
   time (from /proc) is not mixed with the clients' libwebrtc threads.
 """
@@ -22,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 from livekit import rtc
 
 from fishtalk.sim.server import SimServer
@@ -116,6 +118,68 @@ async def bench_round_trip(server: SimServer, n: int) -> list[float]:
     return times
 
 
+async def bench_audio_latency(server: SimServer, trials: int) -> list[float]:
+    """Seconds from a tone's first frame entering A's AudioSource to B hearing it."""
+    speaker = await connect_client(server, ROOM + "-latency", "speaker")
+    listener = await connect_client(server, ROOM + "-latency", "listener")
+    source = rtc.AudioSource(48000, 1)
+    track = rtc.LocalAudioTrack.create_audio_track("mic", source)
+    opts = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+    await speaker.local.publish_track(track, opts)
+    tone_on = asyncio.Event()
+    onset = {"at": 0.0, "armed": 0.0}
+    heard: asyncio.Queue[float] = asyncio.Queue()
+
+    async def feed() -> None:
+        per_frame, n, playing = 480, 0, False
+        start = time.monotonic()
+        while True:
+            if tone_on.is_set():
+                if not playing:  # the onset is the first tone frame handed to the SDK
+                    onset["at"], onset["armed"], playing = time.perf_counter(), 1.0, True
+                t = np.arange(n, n + per_frame) / 48000
+                frame = (np.sin(2 * np.pi * 440 * t) * 10000).astype(np.int16)
+            else:
+                playing = False
+                frame = np.zeros(per_frame, dtype=np.int16)
+            await source.capture_frame(rtc.AudioFrame(frame.tobytes(), 48000, 1, per_frame))
+            n += per_frame
+            ahead = n / 48000 - (time.monotonic() - start)
+            if ahead > 0.02:
+                await asyncio.sleep(ahead - 0.02)
+
+    async def listen(stream: rtc.AudioStream) -> None:
+        async for event in stream:
+            samples = np.frombuffer(event.frame.data, dtype=np.int16).astype(np.float64)
+            if onset["armed"] and np.sqrt(np.mean(samples**2)) > 1000:
+                onset["armed"] = 0.0
+                heard.put_nowait(time.perf_counter() - onset["at"])
+
+    feeding = asyncio.ensure_future(feed())
+    listening: asyncio.Task[None] | None = None
+    results: list[float] = []
+    try:
+        remote, _, _ = await listener.events.wait("track_subscribed", within=20)
+        stream = rtc.AudioStream(remote, sample_rate=48000, num_channels=1)
+        listening = asyncio.ensure_future(listen(stream))
+        for _ in range(trials):
+            tone_on.clear()
+            await asyncio.sleep(1.0)  # silence first, so the onset is unambiguous
+            tone_on.set()
+            results.append(await asyncio.wait_for(heard.get(), 5))
+            await asyncio.sleep(0.3)
+        await stream.aclose()
+    finally:
+        for task in (feeding, listening):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        await source.aclose()
+        await speaker.room.disconnect()
+        await listener.room.disconnect()
+    return results
+
+
 async def _cpu_over(server: _RemoteServer, seconds: float) -> float:
     before, start = server.cpu_seconds(), time.monotonic()
     await asyncio.sleep(seconds)
@@ -164,6 +228,12 @@ async def main(args: argparse.Namespace) -> None:
             f"data round trip A->B->A: n={len(rtts)} "
             f"median={statistics.median(rtts) * 1000:.1f} ms p99={_pct(rtts, 0.99) * 1000:.1f} ms"
         )
+        latencies = await bench_audio_latency(server, args.tones)
+        print(
+            f"audio tone onset A -> B: n={len(latencies)} "
+            f"median={statistics.median(latencies) * 1000:.0f} ms "
+            f"max={max(latencies) * 1000:.0f} ms"
+        )
     remote = _RemoteServer()
     remote.start()
     try:
@@ -186,4 +256,5 @@ if __name__ == "__main__":
     parser.add_argument("--connects", type=int, default=20)
     parser.add_argument("--pings", type=int, default=300)
     parser.add_argument("--audio-seconds", type=float, default=8.0)
+    parser.add_argument("--tones", type=int, default=5)
     asyncio.run(main(parser.parse_args()))
