@@ -62,6 +62,10 @@ DISCONNECT_TIMEOUT: Final = 5.0
 PREVIEW_BYTES: Final = 200
 """How much of a malformed packet is kept for the debug view."""
 FRAME_MS: Final = 10
+INTERRUPT_HOLD: Final = 0.4
+"""Seconds after an interrupt during which agent audio still in flight is dropped."""
+LINK_WAIT: Final = 30.0
+"""How long a client event waits for the transport to come back before being reported."""
 LEAVE_SETTLE: Final = 0.3
 """Seconds to wait before believing a participant left (it may be a reconnect starting)."""
 
@@ -169,6 +173,9 @@ class Session:
         self._room: rtc.Room | None = None
         self._connected_once = False
         self._reconnecting = False
+        self._link_up: asyncio.Event | None = None
+        self._hold_audio_until = 0.0
+        self._held_frames = 0
         self._audio_streams: dict[str, tuple[rtc.AudioStream, asyncio.Task[None]]] = {}
         self._mic_source: rtc.AudioSource | None = None
         self._mic_track: rtc.LocalAudioTrack | None = None
@@ -186,6 +193,11 @@ class Session:
     def audio(self) -> AudioBackend | None:
         """The audio backend in use (None until ``run()`` picked one)."""
         return self._audio
+
+    @property
+    def held_frames(self) -> int:
+        """Agent audio frames dropped right after interrupts (see :data:`INTERRUPT_HOLD`)."""
+        return self._held_frames
 
     @property
     def room(self) -> rtc.Room | None:
@@ -214,6 +226,8 @@ class Session:
         """Stop the agent now: local playback is flushed at once, then ``user.interrupt``."""
         if self._audio is not None and not self._state.ended:
             self._audio.flush_playback()
+            # Speech already on the wire would otherwise play until the agent hears us.
+            self._hold_audio_until = self._clock() + INTERRUPT_HOLD
         self._feed(conv.Interrupt(at=self._clock()))
 
     def set_muted(self, muted: bool) -> None:
@@ -262,6 +276,7 @@ class Session:
         self._loop = asyncio.get_running_loop()
         self._ended = asyncio.Event()
         self._outbox = asyncio.Queue()
+        self._link_up = asyncio.Event()
         if self._state.ended:
             self._ended.set()
         try:
@@ -308,6 +323,8 @@ class Session:
         if not await self._connect(room, grant):
             return
         self._connected_once = True
+        assert self._link_up is not None
+        self._link_up.set()
         self._feed(conv.Connected(local_identity=room.local_participant.identity, at=self._clock()))
         for participant in list(room.remote_participants.values()):
             self._participant_joined(participant)
@@ -522,10 +539,14 @@ class Session:
 
     def _on_reconnecting(self) -> None:
         self._reconnecting = True
+        if self._link_up is not None:
+            self._link_up.clear()
         self._feed(conv.Reconnecting(at=self._clock()))
 
     def _on_reconnected(self) -> None:
         self._reconnecting = False
+        if self._link_up is not None:
+            self._link_up.set()
         room = self._room
         if room is None:
             return
@@ -580,6 +601,9 @@ class Session:
     async def _play(self, stream: rtc.AudioStream, audio: AudioBackend) -> None:
         try:
             async for event in stream:
+                if self._hold_audio_until and self._clock() < self._hold_audio_until:
+                    self._held_frames += 1
+                    continue
                 audio.play(event.frame)
         finally:
             await stream.aclose()
@@ -708,20 +732,27 @@ class Session:
         """Publish client events one at a time, in the order the reducer asked."""
         outbox = self._outbox
         assert outbox is not None
+        link_up = self._link_up
+        assert link_up is not None
         while True:
             event = await outbox.get()
             try:
+                if not link_up.is_set():
+                    # While the SDK reconnects, publishing fails; the event waits instead.
+                    async with asyncio.timeout(LINK_WAIT):
+                        await link_up.wait()
                 await room.local_participant.publish_data(
                     encode_client_event(event), reliable=True, topic=TOPIC_CLIENT_EVENT
                 )
                 self._sent_events += 1
             except Exception as exc:
-                _log.warning("could not send %s: %s", event.type, exc)
+                why = _one_line(str(exc)) or type(exc).__name__
+                _log.warning("could not send %s: %s", event.type, why)
                 self._feed(
                     conv.LocalError(
                         code="send_failed",
                         at=self._clock(),
-                        detail=f"Could not send {event.type}: {_one_line(str(exc))}",
+                        detail=f"Could not send {event.type}: {why}",
                     )
                 )
             finally:
