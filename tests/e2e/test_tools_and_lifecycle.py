@@ -265,3 +265,22 @@ async def test_server_going_away_is_connection_lost(sim: Sim) -> None:
     await sim.server.stop()
     result = await asyncio.wait_for(run, 60)
     assert (result.reason, result.exit_code) == ("connection_lost", 7)
+
+
+async def test_commands_during_an_outage_are_sent_after_it(sim: Sim) -> None:
+    session = Session(sim.settings())
+    run = sim.start(session)
+    agent, created = await sim.agent()
+    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    await sim.server.drop_signalling(created.room, created.user_identity)
+    await until(session, lambda s: s.status == "reconnecting", within=20)
+    session.interrupt()
+    session.send_text("typed during the outage")
+    assert session.state.transcript[-1].queued
+    await until(session, lambda s: s.status == "connected", within=30)
+    assert isinstance(await agent.next_event(30), p.UserInterrupt)
+    message = await agent.expect(p.UserMessage)
+    assert message.text == "typed during the outage"
+    assert not [e for e in session.state.errors if e.code == "send_failed"]
+    session.hangup()
+    assert (await asyncio.wait_for(run, WAIT)).reason == "user_hangup"
