@@ -100,7 +100,8 @@ async def test_closed_room_is_refused_with_the_reason(
 ) -> None:
     alice = await room_factory(ROOM, "alice")
     await sim_server.close_room(ROOM)
-    await alice.events.wait("disconnected")
+    (reason,) = await alice.events.wait("disconnected")
+    assert reason == rtc.DisconnectReason.ROOM_DELETED
     message = await _connect_error(sim_server, sim_server.mint_token(ROOM, "bob"))
     assert "closed" in message
 
