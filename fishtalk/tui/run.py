@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, TextIO
 
-from fishtalk.errors import EXIT_CONNECTION, FishtalkError
+from fishtalk.errors import EXIT_CONNECTION
 
 if TYPE_CHECKING:
     from fishtalk.config import Settings
@@ -125,9 +125,15 @@ def _tool_runner(settings: Settings, link: _AppLink) -> ToolRunner:
 
 def run_tui(settings: Settings, *, title: str = "") -> int:
     """Run one session in the full-screen TUI; return the process exit code."""
+    from fishtalk.config import ConfigError
     from fishtalk.session import Session
+    from fishtalk.tui import keys
     from fishtalk.tui.app import FishtalkApp
 
+    try:
+        keys.keymap(settings.ui.keys)
+    except ValueError as exc:
+        raise ConfigError(f"[ui.keys]: {exc}") from None
     link = _AppLink()
     session = Session(settings, tools=_tool_runner(settings, link))
     app = FishtalkApp(
@@ -136,10 +142,7 @@ def run_tui(settings: Settings, *, title: str = "") -> int:
         keymap=settings.ui.keys,
     )
     link.app = app
-    try:
-        app.run()
-    except ValueError as exc:  # a bad key binding in the config
-        raise FishtalkError(str(exc)) from None
+    app.run()
     code = app.return_code
     finished = app.finished
     if finished is not None and finished.exit_code != 0:

@@ -502,3 +502,37 @@ async def test_tiny_terminal_does_not_crash() -> None:
         await pilot.resize_terminal(20, 8)
         await pilot.pause()
         assert app.is_running
+
+
+async def test_actions_run_from_the_command_palette() -> None:
+    session = ScriptedSession()
+    session.feed(*connected())
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Mute")
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if app.screen.query("CommandList Option"):
+                break
+        await pilot.press("enter")
+        for _ in range(100):
+            if session.state.muted:
+                break
+            await pilot.pause(0.02)
+        assert session.state.muted
+
+
+def test_bad_key_action_in_config_is_a_usage_error() -> None:
+    from fishtalk.config import ConfigError, load_settings
+    from fishtalk.paths import CONFIG_PATH_ENV
+    from fishtalk.tui.run import run_tui
+
+    settings = load_settings(
+        env={CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"},
+        overrides={"ui.keys": {"explode": "f9"}, "session.agent_id": "a"},
+    )
+    with pytest.raises(ConfigError, match=r"\[ui.keys\]: unknown key action\(s\) explode") as info:
+        run_tui(settings)
+    assert info.value.exit_code == 2
