@@ -351,7 +351,8 @@ class Session:
             return NullAudio("text-only")
         from fishtalk.audio import open_backend
 
-        return open_backend(settings.audio)
+        # Falling back to text-only (no devices, no PortAudio) is reported as a notice.
+        return open_backend(settings.audio, notice=self._audio_notice)
 
     def _audio_notice(self, text: str) -> None:
         self._call_soon(lambda: self._feed(conv.AddNotice(text=text, at=self._clock())))
