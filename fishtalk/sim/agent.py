@@ -75,6 +75,7 @@ from fishtalk.sim.voice import (
     FRAME_SAMPLES,
     SAMPLE_RATE,
     Heard,
+    Pcm,
     SpeechDetector,
     Voice,
     analyse,
@@ -539,29 +540,56 @@ class SimAgent:
         loop = asyncio.get_running_loop()
         start = loop.time()
         sent = 0
-        for word in split_words(text):
-            pcm = await self.voice.render(word)
-            first = True
-            for frame in frames(pcm):
-                due = start + sent / SAMPLE_RATE - _LEAD
-                delay = due - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                elif delay < -0.5:
-                    # We fell behind (a slow machine): restart the clock, don't burst.
-                    start, sent = loop.time() + _LEAD, 0
-                await self._source.capture_frame(
-                    rtc.AudioFrame(frame.tobytes(), SAMPLE_RATE, 1, FRAME_SAMPLES)
-                )
-                if first:
-                    # The word's first frame is queued: write the word as it starts playing.
-                    await writer.write(word)
-                    delivered.append(word)
-                    first = False
-                sent += FRAME_SAMPLES
+        words = split_words(text)
+        if not words:
+            return
+        # Render the next word while this one plays (espeak-ng takes tens of ms a word).
+        upcoming = asyncio.ensure_future(self.voice.render(words[0]))
+        try:
+            for index, word in enumerate(words):
+                pcm = await upcoming
+                if index + 1 < len(words):
+                    upcoming = asyncio.ensure_future(self.voice.render(words[index + 1]))
+                start, sent = await self._play_word(word, pcm, writer, delivered, start, sent)
+        finally:
+            upcoming.cancel()
+            # Retrieve its outcome so an interrupted render never logs "never retrieved".
+            upcoming.add_done_callback(lambda t: t.cancelled() or t.exception())
         remaining = start + sent / SAMPLE_RATE - loop.time()
         if remaining > 0:
             await asyncio.sleep(remaining)
+
+    async def _play_word(
+        self,
+        word: str,
+        pcm: Pcm,
+        writer: rtc.TextStreamWriter,
+        delivered: list[str],
+        start: float,
+        sent: int,
+    ) -> tuple[float, int]:
+        """Feed one word's frames in real time; returns the updated (start, sent) clock."""
+        assert self._source is not None
+        loop = asyncio.get_running_loop()
+        first = True
+        for frame in frames(pcm):
+            due = start + sent / SAMPLE_RATE - _LEAD
+            delay = due - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            elif delay < -0.5:
+                # We fell behind (a slow machine): restart the clock, don't burst.
+                start, sent = loop.time() + _LEAD, 0
+            await self._source.capture_frame(
+                rtc.AudioFrame(frame.tobytes(), SAMPLE_RATE, 1, FRAME_SAMPLES)
+            )
+            if first:
+                # The word's first frame is queued: write the word as it starts playing.
+                await writer.write(word)
+                delivered.append(word)
+                first = False
+            sent += FRAME_SAMPLES
+        return start, sent
 
     # --- steps --------------------------------------------------------------------------
 
