@@ -341,8 +341,19 @@ class ParticipantSession:
                 except Exception:  # protobuf raises DecodeError; any garbage is skipped
                     log.debug("undecodable signal request from %s", self.identity)
                     continue
-                if await self.handle(request):
-                    left = True
+                try:
+                    left = await self.handle(request)
+                except Exception:
+                    # One request the server cannot apply (an SDP aiortc rejects, say)
+                    # must not take the participant's whole signalling down with it.
+                    log.warning(
+                        "could not handle %s from %s",
+                        request.WhichOneof("message"),
+                        self.identity,
+                        exc_info=True,
+                    )
+                    continue
+                if left:
                     break
         finally:
             if self.ws is ws:  # else a resume already replaced this socket

@@ -298,6 +298,26 @@ async def test_silent_clients_lose_their_socket() -> None:
             await server.wait_for_participants(ROOM, set(), within=10)
 
 
+async def test_a_bad_request_does_not_end_the_session(sim_server: SimServer) -> None:
+    headers = {"Authorization": f"Bearer {sim_server.mint_token(ROOM, 'raw')}"}
+    async with aiohttp.ClientSession() as http:
+        ws = await http.ws_connect(f"{sim_server.ws_url}/rtc?protocol=16", headers=headers)
+        bad = signal.SignalRequest(offer=signal.SessionDescription(type="offer", sdp="garbage"))
+        await ws.send_bytes(bad.SerializeToString())
+        await ws.send_bytes(
+            signal.SignalRequest(ping_req=signal.Ping(timestamp=42)).SerializeToString()
+        )
+        while True:
+            message = await ws.receive(timeout=10)
+            response = signal.SignalResponse()
+            response.ParseFromString(message.data)
+            if response.WhichOneof("message") == "pong_resp":
+                break
+        assert response.pong_resp.last_ping_timestamp == 42
+        assert sim_server.participants(ROOM) == ["raw"]
+        await ws.close()
+
+
 async def test_resume_after_dropped_signalling(
     room_factory: RoomFactory, sim_server: SimServer
 ) -> None:
