@@ -143,10 +143,22 @@ voice = "tones"
 )
 
 
+SHORT = _scenario(
+    "short",
+    """
+then = "listen"
+[agent]
+greeting = ""
+voice = "tones"
+max_duration_seconds = 2
+""",
+)
+
+
 @pytest.fixture
 async def sim() -> AsyncIterator[SimHandle]:
     """The in-process sim; agent ids name the scenarios above."""
-    scenarios = {"everything": EVERYTHING, "faults": FAULTS, "voice": VOICE}
+    scenarios = {"everything": EVERYTHING, "faults": FAULTS, "voice": VOICE, "short": SHORT}
     async with run_sim(scenarios=scenarios) as handle:
         yield handle
 
@@ -223,6 +235,13 @@ async def test_scenario_signalling_drop_and_full_reconnect(sim: SimHandle) -> No
         if not run.done():
             run.cancel()
     assert result.reason == "user_hangup"
+
+
+async def test_scenario_conversation_timeout(sim: SimHandle) -> None:
+    session = Session(_settings(sim, "short"))
+    result = await asyncio.wait_for(session.run(), 30)
+    assert (result.reason, result.exit_code) == ("conversation_timeout", 0)
+    assert session.state.clock.max_duration_seconds == 2
 
 
 class RecordingAudio:
