@@ -199,7 +199,7 @@ async def main(quick: bool) -> None:
         print(
             f"| {n:,} segments | memory {result['memory_mb']:.1f} MB (tracemalloc), "
             f"{result['held']:.0f} held + {result['hidden']:.0f} summarised, "
-            f"frame on a streaming token p50 {result['frame_ms_p50']:.2f} ms "
+            f"draw after a streaming token p50 {result['frame_ms_p50']:.2f} ms "
             f"(max {result['frame_ms_max']:.2f} ms), "
             f"{result['wraps_per_frame']:.2f} segments re-wrapped per frame |"
         )
