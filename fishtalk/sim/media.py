@@ -23,7 +23,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,8 +180,9 @@ class ParticipantMedia:
                 self._neg.pending = False
                 try:
                     await self._negotiate_once()
-                except (MediaError, TimeoutError) as exc:
-                    log.warning("subscriber negotiation for %s failed: %s", self.identity, exc)
+                except Exception as exc:  # aiortc raises several kinds; none may kill the loop
+                    if not self.closed:
+                        log.warning("subscriber negotiation for %s failed: %r", self.identity, exc)
                     return
 
     async def _negotiate_once(self) -> None:
@@ -319,7 +320,7 @@ class ParticipantMedia:
 
     # --- lifecycle -------------------------------------------------------------------
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

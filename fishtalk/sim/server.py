@@ -443,7 +443,12 @@ class SimServer:
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("sim server task failed", exc_info=task.exception())
 
     def _sessions_in(self, room: str) -> list[ParticipantSession]:
         return [s for s in self._sessions.values() if s.room == room]
