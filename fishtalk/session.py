@@ -311,10 +311,10 @@ class Session:
             raise exc
 
     async def _start(self) -> None:
-        audio = await self._open_audio()
         grant = await self._obtain_grant()
         if grant is None:
-            return
+            return  # refused before any device was touched
+        audio = await self._open_audio()
         clock = replace(self._state.clock, max_duration_seconds=grant.max_duration_seconds)
         self._state = replace(self._state, clock=clock)
         room = rtc.Room(loop=self._loop)
