@@ -24,7 +24,8 @@ from fishtalk.tui.widgets.status import format_duration
 
 MAX_CARDS: Final = 100
 """Cards kept mounted; older ones are summarised in a header line."""
-_ONE_LINE: Final = 120
+_ONE_LINE: Final = 72
+"""Characters of a payload shown while a card is collapsed (enter expands it)."""
 
 _STATUS_STYLE: Final = {
     "running": "bold yellow",
