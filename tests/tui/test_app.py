@@ -536,3 +536,41 @@ def test_bad_key_action_in_config_is_a_usage_error() -> None:
     with pytest.raises(ConfigError, match=r"\[ui.keys\]: unknown key action\(s\) explode") as info:
         run_tui(settings)
     assert info.value.exit_code == 2
+
+
+async def test_a_burst_of_updates_is_coalesced_into_few_frames() -> None:
+    session = ScriptedSession()
+    recorder = Recorder()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30), message_hook=recorder) as pilot:
+        session.feed(*connected())
+        await drawn(pilot, session)
+        frames = app.renders
+        handled = len(recorder.states())
+        # 300 reductions without yielding to the app: queued snapshots replace each other.
+        session.feed(*agent_says("a1", [f" w{i}" for i in range(300)], 2.0, close=False))
+        await drawn(pilot, session)
+        assert len(recorder.states()) - handled <= 3
+        assert app.renders - frames <= 3
+        assert app.query_one(Transcript).plain_items()[0].endswith("w299 ▍")
+
+
+async def test_message_sequence_ends_with_the_session_finishing() -> None:
+    session = ScriptedSession()
+    recorder = Recorder()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30), message_hook=recorder) as pilot:
+        session.feed(*connected())
+        await drawn(pilot, session)
+        await pilot.press("ctrl+x")
+        for _ in range(200):
+            if recorder.finished():
+                break
+            await pilot.pause(0.01)
+        await pilot.pause()
+    kinds = [type(m).__name__ for m in recorder.messages]
+    assert kinds[-1] == "SessionFinished"
+    assert kinds.count("SessionFinished") == 1
+    states = recorder.states()
+    assert states[-1].status == "ended"
+    assert [s.status for s in states].index("connected") < len(states) - 1
