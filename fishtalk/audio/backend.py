@@ -16,9 +16,12 @@ partial frame, so queued agent audio stops within one device block.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import math
+import sys
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -67,6 +70,8 @@ _LEVEL_WINDOW = 5  # frames (50 ms) per level reading
 _LEVEL_STALE_S = 0.25
 _WATCHDOG_PERIOD_S = 0.5
 _MAX_REOPENS = 3
+_CLOSE_TIMEOUT_S = 2.0
+_REOPEN_DELAYS = (0.2, 0.5, 1.0, 2.0)  # seconds before each attempt to reopen a device
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +161,52 @@ def _close_stream(stream: Any) -> None:
         _log.debug("closing a failed stream: %s", exc)
     finally:
         stream_closed()
+
+
+_wedged_streams = 0
+"""Streams whose close never returned (PortAudio's ALSA thread can spin after a server
+crash). While any exist, PortAudio must not be terminated at exit: that would hang too."""
+
+
+def _skip_portaudio_terminate_at_exit() -> None:
+    sd = sys.modules.get("sounddevice")
+    handler = getattr(sd, "_exit_handler", None)
+    if _wedged_streams and handler is not None:
+        atexit.unregister(handler)
+
+
+async def close_in_background(close: Callable[[], None], limit: float = _CLOSE_TIMEOUT_S) -> bool:
+    """Run a blocking stream close on a daemon thread; give up waiting after ``limit`` s.
+
+    Returns False when the close did not finish (the stream is abandoned, never awaited
+    again, and the process can still exit).
+    """
+    global _wedged_streams
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def finish(_: object = None) -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def run() -> None:
+        try:
+            close()
+        finally:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(finish)
+
+    threading.Thread(target=run, name="fishtalk-audio-close", daemon=True).start()
+    try:
+        await asyncio.wait_for(asyncio.shield(done), limit)
+    except TimeoutError:
+        if not _wedged_streams:
+            # Registered after sounddevice's own exit handler, so it runs first.
+            atexit.register(_skip_portaudio_terminate_at_exit)
+        _wedged_streams += 1
+        _log.warning("an audio stream did not close within %.1f s; abandoning it", limit)
+        return False
+    return True
 
 
 def _block_size(rate: int) -> int:
@@ -384,7 +435,6 @@ class SoundDeviceAudio:
         self._watchdog: asyncio.Task[None] | None = None
         self._recovering: set[asyncio.Task[None]] = set()
         self._reopens = {"input": 0, "output": 0}
-        self._warned_silent = False
         self._warned_zeros = False
         self._started = False
         self._closed = False
@@ -503,7 +553,7 @@ class SoundDeviceAudio:
         playback, self._playback = self._playback, None
         for stream in (capture, playback):
             if stream is not None:
-                await asyncio.to_thread(stream.close)
+                await close_in_background(stream.close)
         self._mic_queue.put_nowait(None)
         self._mic_levels.clear()
         self._agent_levels.clear()
@@ -707,25 +757,21 @@ class SoundDeviceAudio:
         else:
             old, self._playback = self._playback, None
         if old is not None:
-            await asyncio.to_thread(old.close)
+            await close_in_background(old.close)
         replacement: _Capture | _Playback | None = None
         if self._reopens[kind] < _MAX_REOPENS and not self._closed:
             self._reopens[kind] += 1
-            # PortAudio needs a moment after a device error before it opens another.
-            await asyncio.sleep(0.2)
-            if kind == "input":
-                replacement = await asyncio.to_thread(self._open_input, None, first=False)
-            else:
-                replacement = await asyncio.to_thread(self._open_output, None, first=False)
-            if replacement is not None:
-                try:
-                    replacement.stream.start()
-                except Exception:
-                    await asyncio.to_thread(replacement.close)
-                    replacement = None
+            # A restarting sound server or a re-enumerating USB device needs a moment.
+            for delay in _REOPEN_DELAYS:
+                await asyncio.sleep(delay)
+                if self._closed:
+                    break
+                replacement = await asyncio.to_thread(self._reopen_default, kind)
+                if replacement is not None:
+                    break
         if self._closed:
             if replacement is not None:
-                await asyncio.to_thread(replacement.close)
+                await close_in_background(replacement.close)
             return
         if isinstance(replacement, _Capture):
             self._capture = replacement
@@ -745,6 +791,21 @@ class SoundDeviceAudio:
         if self._capture is None and self._playback is None:
             self._failed_note["all"] = f"text-only: audio devices failed ({why})"
 
+    def _reopen_default(self, kind: DeviceKind) -> _Capture | _Playback | None:
+        stream: _Capture | _Playback | None
+        if kind == "input":
+            stream = self._open_input(None, first=False)
+        else:
+            stream = self._open_output(None, first=False)
+        if stream is None:
+            return None
+        try:
+            stream.stream.start()
+        except Exception:
+            stream.close()
+            return None
+        return stream
+
     async def _watch(self) -> None:
         limit = self._watchdog_seconds
         while True:
@@ -755,14 +816,13 @@ class SoundDeviceAudio:
                 if not capture.stream.active:
                     self._on_failure("input", "the stream stopped")
                 elif now - capture.last_callback > limit:
-                    if not self._warned_silent:
-                        self._warned_silent = True
-                        self._emit(
-                            f"the microphone delivered no audio for {limit:.0f} s "
-                            "(is it in use elsewhere or disconnected?)"
-                        )
+                    self._emit(
+                        f"the microphone delivered no audio for {limit:.0f} s "
+                        "(is it in use elsewhere or disconnected?)"
+                    )
+                    # A stalled stream is as good as a failed one: replace it.
+                    self._on_failure("input", f"no audio for {limit:.0f} s")
                 elif now - capture.last_nonzero > limit:
-                    self._warned_silent = False
                     if not self._warned_zeros:
                         self._warned_zeros = True
                         self._emit(
@@ -770,11 +830,13 @@ class SoundDeviceAudio:
                             "(is it muted, or is microphone permission denied?)"
                         )
                 else:
-                    self._warned_silent = False
                     self._warned_zeros = False
             playback = self._playback
-            if playback is not None and not playback.closing and not playback.stream.active:
-                self._on_failure("output", "the stream stopped")
+            if playback is not None and not playback.closing:
+                if not playback.stream.active:
+                    self._on_failure("output", "the stream stopped")
+                elif now - playback.last_callback > limit:
+                    self._on_failure("output", f"no callbacks for {limit:.0f} s")
 
 
 def _one_line(exc: BaseException) -> str:

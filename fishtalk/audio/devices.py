@@ -7,6 +7,8 @@ and must happen after a sound server is up.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import sys
 from dataclasses import dataclass
 from types import ModuleType
@@ -15,6 +17,9 @@ from typing import Any, ClassVar, Literal
 from fishtalk.errors import EXIT_USAGE, FishtalkError
 
 DeviceKind = Literal["input", "output"]
+
+# PortAudio error codes that mean "try another format" rather than "device unusable".
+_FORMAT_ERRORS = (-9997, -9998)  # paInvalidSampleRate, paInvalidChannelCount
 
 # Rates tried, after 48 kHz and the device's own default, when a device refuses 48 kHz.
 _FALLBACK_RATES = (48_000, 44_100, 96_000, 32_000, 24_000, 16_000)
@@ -68,8 +73,41 @@ def import_sounddevice() -> ModuleType:
         raise AudioUnavailable(
             "text-only: the sounddevice package is not installed (pip install sounddevice)"
         ) from None
+    _quiet_alsa()
     module: ModuleType = sounddevice
     return module
+
+
+_ALSA_HANDLER_TYPE = ctypes.CFUNCTYPE(
+    None, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p
+)
+_alsa_handler: object | None = None
+
+
+def _ignore_alsa_error(
+    file: bytes | None, line: int, function: bytes | None, err: int, fmt: bytes | None
+) -> None:
+    del file, line, function, err, fmt
+
+
+def _quiet_alsa() -> None:
+    """Stop libasound printing to the terminal (e.g. every failed reconnect to a server).
+
+    Those lines would land in the middle of the TUI; failures reach the user as notices.
+    """
+    global _alsa_handler
+    if _alsa_handler is not None or not sys.platform.startswith("linux"):
+        return
+    name = ctypes.util.find_library("asound")
+    if name is None:
+        return
+    try:
+        lib = ctypes.CDLL(name)
+        handler = _ALSA_HANDLER_TYPE(_ignore_alsa_error)
+        lib.snd_lib_error_set_handler(handler)
+    except (OSError, AttributeError):
+        return
+    _alsa_handler = handler  # the C side keeps only a pointer: keep the object alive
 
 
 _open_streams = 0
@@ -215,9 +253,15 @@ def probe_format(
             try:
                 check(device=device, channels=channels, dtype="int16", samplerate=rate)
             except Exception as exc:
-                last_error = str(exc)
-                continue
+                last_error = str(exc.args[0]) if exc.args else str(exc)
+                code = exc.args[1] if len(exc.args) > 1 else None
+                if code in _FORMAT_ERRORS:
+                    continue
+                break  # the device itself is unusable; other formats will not help
             return StreamFormat(samplerate=rate, channels=channels)
+        else:
+            continue
+        break
     name = "default" if device is None else str(device)
     raise AudioDeviceError(f"{kind} device {name} cannot be opened: {last_error}")
 

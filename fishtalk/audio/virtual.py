@@ -34,8 +34,10 @@ MIC_FEED = "fishtalk_mic_feed"
 MIC = "fishtalk_mic"
 _SINK_RATE = 48_000
 
+# The socket module comes last so that clients only ever see the finished setup. A null
+# sink with no low-latency reader renders in 2 s blocks; cycling suspend after the
+# loopbacks attach makes it run at their 10 ms pace from the start.
 _PA_CONFIG = f"""\
-load-module module-native-protocol-unix auth-anonymous=1
 load-module module-null-sink sink_name={SPEAKER} rate={_SINK_RATE} channels=1 \
 sink_properties=device.description=fishtalk_speaker
 load-module module-null-sink sink_name={MIC_FEED} rate={_SINK_RATE} channels=1 \
@@ -47,6 +49,11 @@ load-module module-loopback source={SPEAKER}.monitor sink=fishtalk_keepalive lat
 load-module module-loopback source={MIC_FEED}.monitor sink=fishtalk_keepalive latency_msec=10
 set-default-sink {SPEAKER}
 set-default-source {MIC}
+suspend-sink {SPEAKER} 1
+suspend-sink {SPEAKER} 0
+suspend-sink {MIC_FEED} 1
+suspend-sink {MIC_FEED} 0
+load-module module-native-protocol-unix auth-anonymous=1
 """
 
 
@@ -67,6 +74,27 @@ _ASOUND_CONF = (
 
 class VirtualAudioError(RuntimeError):
     """The virtual PulseAudio server could not be started."""
+
+
+class Recording:
+    """A running ``parec`` of the speaker monitor; :meth:`stop` returns the samples."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], path: Path) -> None:
+        self._proc = proc
+        self._path = path
+
+    def stop(self) -> bytes:
+        """Stop recording (by PID) and return the raw s16le samples."""
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=5)
+        data = self._path.read_bytes()
+        self._path.unlink(missing_ok=True)
+        return data[: len(data) // 2 * 2]
 
 
 class VirtualAudio:
@@ -157,11 +185,6 @@ class VirtualAudio:
                     self.stop()
                     raise VirtualAudioError("pulseaudio did not answer") from None
                 time.sleep(0.05)
-        # A null sink with no low-latency reader renders in 2 s blocks; cycling suspend
-        # after the loopbacks attach makes it run at their 10 ms pace from the start.
-        for sink in (SPEAKER, MIC_FEED):
-            self.pactl("suspend-sink", sink, "1")
-            self.pactl("suspend-sink", sink, "0")
 
     def feed_mic(self, samples: bytes, *, rate: int = _SINK_RATE) -> subprocess.Popen[bytes]:
         """Start playing s16le mono ``samples`` into the virtual mic; returns at once.
@@ -190,26 +213,27 @@ class VirtualAudio:
                 stderr=subprocess.DEVNULL,
             )
 
-    def record_speaker(self) -> subprocess.Popen[bytes]:
-        """Start recording the virtual speaker (s16le mono 48 kHz on the process's stdout).
-
-        Stop it with ``terminate()`` and read ``stdout``; the caller owns the process.
-        """
-        return subprocess.Popen(
-            [
-                "parec",
-                f"--device={SPEAKER}.monitor",
-                f"--rate={_SINK_RATE}",
-                "--channels=1",
-                "--format=s16le",
-                "--latency-msec=10",
-                "--raw",
-            ],
-            env=self._child_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+    def record_speaker(self) -> Recording:
+        """Start recording the virtual speaker's monitor (s16le mono 48 kHz)."""
+        fd, name = tempfile.mkstemp(prefix="rec-", suffix=".raw", dir=self.root)
+        # A file, not a pipe: a full pipe would stall parec and lose audio.
+        with os.fdopen(fd, "wb") as sink:
+            proc = subprocess.Popen(
+                [
+                    "parec",
+                    f"--device={SPEAKER}.monitor",
+                    f"--rate={_SINK_RATE}",
+                    "--channels=1",
+                    "--format=s16le",
+                    "--latency-msec=10",
+                    "--raw",
+                ],
+                env=self._child_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.DEVNULL,
+            )
+        return Recording(proc, Path(name))
 
     def apply_env(self) -> None:
         """Point this process at the server (before PortAudio initialises)."""
@@ -225,6 +249,13 @@ class VirtualAudio:
             else:
                 os.environ[key] = old
         self._saved_env.clear()
+
+    def kill(self) -> None:
+        """Kill the server abruptly (a crashed sound server), keeping its files."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
 
     def stop(self) -> None:
         """Stop the server (by its PID) and remove its files."""
