@@ -455,6 +455,14 @@ def sim_serve(
     raise typer.Exit(serve(host=host, port=port, scenario=scenario))
 
 
+@app.command("devices")
+def devices() -> None:
+    """List audio devices: index, name, host API, channels, default rate (< > mark defaults)."""
+    from fishtalk.audio.cli import print_devices
+
+    raise typer.Exit(print_devices())
+
+
 # <<< commands added by other helpers end here
 
 

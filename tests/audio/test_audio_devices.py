@@ -148,3 +148,33 @@ def test_importing_fishtalk_audio_loads_no_sounddevice() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
+
+
+def test_devices_command_lists_the_virtual_chain(vaudio: VirtualAudio) -> None:
+    fishtalk = os.path.join(os.path.dirname(sys.executable), "fishtalk")
+    done = subprocess.run([fishtalk, "devices"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["idx", "name", "host", "API", "in", "out", "rate"]
+    assert any(line.split()[1:3] == [MIC, "ALSA"] for line in lines[1:] if line.strip())
+    assert "< default input   > default output" in lines
+
+
+def test_devices_command_without_devices_or_library(tmp_path: object) -> None:
+    fishtalk = os.path.join(os.path.dirname(sys.executable), "fishtalk")
+    env = _env_without_server(str(tmp_path))
+    done = subprocess.run(
+        [fishtalk, "devices"], capture_output=True, text=True, timeout=30, env=env
+    )
+    assert (done.returncode, done.stdout) == (0, "no audio devices found\n")
+    code = (
+        "import sys; sys.modules['sounddevice'] = None\n"
+        "from fishtalk.cli import main; main(['devices'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env=env
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        "fishtalk: text-only: the sounddevice package is not installed (pip install sounddevice)\n"
+    )
