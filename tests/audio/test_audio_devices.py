@@ -176,5 +176,5 @@ def test_devices_command_without_devices_or_library(tmp_path: object) -> None:
     )
     assert done.returncode == 1
     assert done.stderr == (
-        "fishtalk: text-only: the sounddevice package is not installed (pip install sounddevice)\n"
+        "fishtalk: the sounddevice package is not installed (pip install sounddevice)\n"
     )
