@@ -24,7 +24,6 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
-from textual.worker import Worker
 
 from fishtalk.audio.base import NullAudio
 from fishtalk.conversation import ErrorEntry, Notice, State
@@ -242,10 +241,6 @@ class FishtalkApp(App[int]):
             self.post_message(SessionFinished("error", EXIT_ERROR, f"unexpected error: {exc}"))
             return
         self.post_message(SessionFinished(result.reason, result.exit_code, message=result.message))
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A cancelled session worker (app shutting down) needs nothing more."""
-        del event
 
     def on_session_finished(self, message: SessionFinished) -> None:
         """Show the ended screen (or leave at once when quitting)."""
