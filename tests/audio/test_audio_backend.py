@@ -199,6 +199,56 @@ async def test_levels_follow_the_signals(vaudio: VirtualAudio, open_audio: Opene
         await asyncio.to_thread(feeder.wait, 10)
 
 
+async def _echo_level(open_audio: Opener, *, aec: bool) -> float:
+    """RMS of the mic while the agent talks and the speaker leaks into the mic."""
+    from livekit import rtc
+
+    backend = await open_audio(
+        echo_cancellation=aec, noise_suppression=False, high_pass_filter=False, auto_gain=False
+    )
+    tap = MicTap(backend)
+    rng = np.random.default_rng(7)
+    n = RATE * 4
+    envelope = 0.5 * (1 + np.sin(2 * np.pi * 3 * np.arange(n) / RATE))  # syllable-ish
+    speech = (rng.standard_normal(n) * 0.1 * envelope * 32767).clip(-32767, 32767)
+    samples = speech.astype(np.int16)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for i in range(0, n, 480):  # in real time, as an agent's audio track arrives
+        backend.play(rtc.AudioFrame(samples[i : i + 480].tobytes(), RATE, 1, 480))
+        await asyncio.sleep(max(0.0, start + (i + 480) / RATE - loop.time()))
+    await asyncio.sleep(0.2)
+    await tap.stop()
+    await backend.aclose()
+    heard = tap.samples()[-2 * RATE :].astype(np.float64)  # after the canceller converged
+    assert heard.size == 2 * RATE
+    return float(np.sqrt(np.mean(heard**2)) / 32768)
+
+
+async def test_echo_cancellation_removes_the_agent_from_the_mic(
+    vaudio: VirtualAudio, open_audio: Opener
+) -> None:
+    # An acoustic path: whatever the speaker plays reaches the mic 30 ms later.
+    module = (
+        await asyncio.to_thread(
+            vaudio.pactl,
+            "load-module",
+            "module-loopback",
+            f"source={SPEAKER}.monitor",
+            "sink=fishtalk_mic_feed",
+            "latency_msec=30",
+        )
+    ).strip()
+    try:
+        without = await _echo_level(open_audio, aec=False)
+        with_aec = await _echo_level(open_audio, aec=True)
+    finally:
+        await asyncio.to_thread(vaudio.pactl, "unload-module", module)
+    print(f"echo: {without:.4f} without AEC, {with_aec:.4f} with AEC")
+    assert without > 0.02  # the echo path works
+    assert with_aec < without / 5  # at least 14 dB of echo removed
+
+
 async def test_watchdog_warns_about_digital_silence(open_audio: Opener) -> None:
     backend = await open_audio(raw=True, watchdog_seconds=1.0)
     # Nothing is fed: the virtual mic delivers exact zeros, like a mic without permission.
