@@ -89,6 +89,8 @@ log = logging.getLogger(__name__)
 
 INTERIM_EVERY: Final = 0.5
 """Seconds between interim user transcripts while the user makes sound."""
+CONNECT_TIMEOUT: Final = 30.0
+"""How long the agent tries to join its room."""
 USER_GRACE: Final = 20.0
 """How long the agent waits for a user whose connection dropped to come back."""
 _PLACEHOLDER: Final = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
@@ -231,16 +233,19 @@ class SimAgent:
         self._wire_room()
         self._source = rtc.AudioSource(SAMPLE_RATE, 1, queue_size_ms=200)
         try:
-            await self.room.connect(self._server.ws_url, self.session.agent_token)
-        except rtc.ConnectError as exc:
-            self.note(f"could not join: {exc}")
-            self._finish()
-            return
-        self.note("joined")
-        # The user may have been quicker: then there is no participant_connected event.
-        for participant in self.room.remote_participants.values():
-            self._on_participant_connected(participant)
-        try:
+            try:
+                await asyncio.wait_for(
+                    self.room.connect(self._server.ws_url, self.session.agent_token),
+                    CONNECT_TIMEOUT,
+                )
+            except (rtc.ConnectError, TimeoutError) as exc:
+                self.note(f"could not join: {exc or 'timed out'}")
+                self._finish()
+                return
+            self.note("joined")
+            # The user may have been quicker: then there is no participant_connected event.
+            for participant in self.room.remote_participants.values():
+                self._on_participant_connected(participant)
             track = rtc.LocalAudioTrack.create_audio_track("agent-voice", self._source)
             options = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
             publication = await self.room.local_participant.publish_track(track, options)
@@ -253,6 +258,7 @@ class SimAgent:
             await self._teardown()
 
     def _finish(self) -> None:
+        self._ending = True
         self.session.status = "completed"
         if self._on_end is not None:
             self._on_end(self.session)
@@ -276,10 +282,6 @@ class SimAgent:
             with contextlib.suppress(Exception):
                 await self._source.aclose()
         self.note("left")
-
-    async def stop(self) -> None:
-        """Leave now without ending the session politely (sim shutdown)."""
-        self._finish()
 
     async def _main(self) -> None:
         try:
