@@ -87,6 +87,10 @@ def run_one(path: Path, timeout: float) -> Result:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         note = f"## {name}\n\nFailed (exit {proc.returncode}): `{tail[:300]}`\n"
         return Result(name, note, False, elapsed)
+    if not out.startswith("#"):
+        # A script that printed bare lines still gets a heading (and a code block, so its
+        # lines are not merged into one paragraph).
+        out = f"## {name}\n\n```\n{out}\n```"
     return Result(name, out + "\n", True, elapsed)
 
 
