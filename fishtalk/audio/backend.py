@@ -71,6 +71,7 @@ _LEVEL_STALE_S = 0.25
 _WATCHDOG_PERIOD_S = 0.5
 _MAX_REOPENS = 3
 _CLOSE_TIMEOUT_S = 2.0
+_LATENCY_SAMPLES = 6000  # the last minute of frames, for percentiles
 _REOPEN_DELAYS = (0.2, 0.5, 1.0, 2.0)  # seconds before each attempt to reopen a device
 
 
@@ -86,6 +87,8 @@ class AudioStats:
     playback_underruns: int
     render_dropped_blocks: int
     handoff_latency_mean_ms: float
+    handoff_latency_p50_ms: float
+    handoff_latency_p95_ms: float
     handoff_latency_max_ms: float
     input_format: StreamFormat | None
     output_format: StreamFormat | None
@@ -299,6 +302,7 @@ class _Playback:
         self.latency_sum = 0.0
         self.latency_max = 0.0
         self.latency_count = 0
+        self.latency_recent: deque[float] = deque(maxlen=_LATENCY_SAMPLES)
         self.last_callback = time.monotonic()
         self.closing = False
         self._wake = wake
@@ -340,6 +344,7 @@ class _Playback:
                 self.latency_sum += waited
                 self.latency_count += 1
                 self.latency_max = max(self.latency_max, waited)
+                self.latency_recent.append(waited)
             take = min(frames - filled, rest.size)
             out[filled : filled + take] = rest[:take]
             filled += take
@@ -564,6 +569,9 @@ class SoundDeviceAudio:
         """Counters: blocks, drops, underruns and the play()-to-device hand-off latency."""
         cap, pb = self._capture, self._playback
         count = pb.latency_count if pb else 0
+        recent = sorted(pb.latency_recent) if pb else []
+        p50 = recent[len(recent) // 2] * 1000 if recent else 0.0
+        p95 = recent[min(len(recent) - 1, int(len(recent) * 0.95))] * 1000 if recent else 0.0
         return AudioStats(
             mic_blocks=cap.blocks if cap else 0,
             mic_dropped_blocks=cap.dropped if cap else 0,
@@ -573,6 +581,8 @@ class SoundDeviceAudio:
             playback_underruns=pb.underruns if pb else 0,
             render_dropped_blocks=pb.render_dropped if pb else 0,
             handoff_latency_mean_ms=(pb.latency_sum / count * 1000) if pb and count else 0.0,
+            handoff_latency_p50_ms=p50,
+            handoff_latency_p95_ms=p95,
             handoff_latency_max_ms=pb.latency_max * 1000 if pb else 0.0,
             input_format=cap.format if cap else None,
             output_format=pb.format if pb else None,
