@@ -17,6 +17,9 @@ the real API (see shared/spec/contract-notes.md and Fish's agent-errors page):
   agent joins the same room as identity ``agent``. The token is single-use: see
   :class:`JoinGate`.
 * ``POST /v1/agent/sessions/{id}/end`` -> 204 (repeatable); unknown id -> 404.
+* ``GET /v1/agent/sessions/{id}`` -> ``{session_id, agent_id, status (pending | active |
+  completed), created_at, expires_at, max_duration_seconds}`` (the real one adds timing
+  and a timeline); unknown id -> 404.
 
 Deterministic error injection, by reserved ``agent_id`` (checked after auth, body and
 origin checks pass, so those checks can be tested with any id):
@@ -372,6 +375,7 @@ class SessionEndpoint:
         app.middlewares.append(self.gate.middleware())
         app.router.add_post(SESSIONS_PATH, self._create)
         app.router.add_post(SESSIONS_PATH + "/{session_id}/end", self._end)
+        app.router.add_get(SESSIONS_PATH + "/{session_id}", self._get)
 
     def end_session(self, session_id: str) -> None:
         """Mark a session completed and burn its token (the agent calls this at the end)."""
@@ -538,6 +542,24 @@ class SessionEndpoint:
             return _json_error(404, "Session not found")
         self.end_session(session.session_id)
         return web.Response(status=204)
+
+    async def _get(self, request: web.Request) -> web.StreamResponse:
+        _public, failure = self._check_auth(request)
+        if failure is not None:
+            return failure
+        session = self.sessions.get(request.match_info["session_id"])
+        if session is None:
+            return _json_error(404, "Session not found")
+        return web.json_response(
+            {
+                "session_id": session.session_id,
+                "agent_id": session.agent_id,
+                "status": session.status,
+                "created_at": _iso(session.created_at),
+                "expires_at": _iso(session.expires_at),
+                "max_duration_seconds": session.max_duration_seconds,
+            }
+        )
 
 
 __all__ = [

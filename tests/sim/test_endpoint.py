@@ -404,3 +404,23 @@ async def test_concurrent_creates(env: _Env) -> None:
     results = await asyncio.gather(*(env.create({"agent_id": "demo"}) for _ in range(5)))
     assert [r.status_code for r in results] == [201] * 5
     assert len(env.endpoint.sessions) == 5
+
+
+async def test_get_session(env: _Env) -> None:
+    grant = (await env.create({"agent_id": "demo"})).json()
+    sid = grant["session_id"]
+    auth = {"Authorization": f"Bearer {DEFAULT_DEV_KEY}"}
+    r = await env.client.get(f"{SESSIONS_PATH}/{sid}", headers=auth)
+    assert r.status_code == 200
+    info = r.json()
+    assert info["session_id"] == sid
+    assert info["agent_id"] == "demo"
+    assert info["status"] == "pending"
+    assert info["expires_at"] == grant["expires_at"]
+    env.endpoint.end_session(sid)
+    r = await env.client.get(f"{SESSIONS_PATH}/{sid}", headers=auth)
+    assert r.json()["status"] == "completed"
+    r = await env.client.get(f"{SESSIONS_PATH}/sess_nope", headers=auth)
+    assert r.status_code == 404
+    r = await env.client.get(f"{SESSIONS_PATH}/{sid}", headers={"Authorization": "Bearer x"})
+    assert r.status_code == 401
