@@ -51,10 +51,12 @@ async def sim() -> AsyncIterator[SimHandle]:
 
 
 async def _chat(
-    sim: SimHandle, agent: str, stdin: bytes, *extra: str, within: float = 60
+    sim: SimHandle, agent: str, stdin: bytes, *extra: str, within: float = 60, key: bool = True
 ) -> tuple[int, str, str]:
     env = dict(os.environ)
-    env["FISH_API_KEY"] = sim.dev_key
+    env.pop("FISH_API_KEY", None)
+    if key:
+        env["FISH_API_KEY"] = sim.dev_key
     env.pop("FISHTALK_CONFIG", None)
     env["XDG_CONFIG_HOME"] = "/nonexistent-fishtalk-test"
     proc = await asyncio.create_subprocess_exec(
@@ -165,3 +167,25 @@ async def test_ctrl_c_hangs_up_and_exits_130(sim: SimHandle) -> None:
     assert proc.returncode == 130
     assert b"interrupted" in err
     assert b"Traceback" not in err
+
+
+async def test_public_agent_with_an_origin(sim: SimHandle) -> None:
+    code, out, err = await _chat(
+        sim, "quiet", b"hi\n", "--public", "--origin", "http://localhost", key=False
+    )
+    assert code == 0, err
+    assert any(line.startswith("agent: ") for line in out.splitlines())
+
+
+async def test_public_agent_needs_an_origin(sim: SimHandle) -> None:
+    code, _out, err = await _chat(sim, "quiet", b"hi\n", "--public", key=False)
+    assert code == 2
+    assert "origin" in err
+
+
+async def test_public_agent_with_a_foreign_origin_is_refused(sim: SimHandle) -> None:
+    code, _out, err = await _chat(
+        sim, "quiet", b"hi\n", "--public", "--origin", "https://evil.example", key=False
+    )
+    assert code == 3
+    assert err.startswith("fishtalk: ")
