@@ -153,7 +153,8 @@ def run_tui(settings: Settings, *, title: str = "") -> int:
 
 
 def run_demo(load: Callable[[dict[str, object]], Settings], *, scenario: str = DEMO_AGENT) -> int:
-    """Start the sim in-process with its demo scenario and open the TUI on it.
+    """Start the sim in-process with its demo scenario and open the TUI on it (line mode
+    when stdin/stdout are not a terminal or ``ui.plain`` is set).
 
     ``load`` builds settings from dotted overrides (the CLI's ``load``), so the user's
     config still applies (keys, audio devices) while the API points at the sim.
@@ -182,6 +183,11 @@ def run_demo(load: Callable[[dict[str, object]], Settings], *, scenario: str = D
                 "tools.notify.builtin": True,
             }
         )
+        if not wants_tui(settings.ui.plain):
+            # Piped or --plain in the config: the same tour in line mode.
+            from fishtalk.plain import run_plain
+
+            return run_plain(settings)
         return run_tui(settings, title="demo (simulated agent)")
     finally:
         with contextlib.suppress(Exception):
