@@ -12,6 +12,7 @@ import pytest
 from textual.pilot import Pilot
 
 from fishtalk.config import load_settings
+from fishtalk.conversation import State
 from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
 from fishtalk.sim import SimHandle, run_sim
@@ -122,6 +123,8 @@ def app_for(session: Session) -> FishtalkApp:
 
 async def test_conversation_tools_typed_turn_and_hangup(sim: SimHandle) -> None:
     session = session_for(sim, "tour")
+    seen: list[State] = []  # every snapshot (the app may coalesce some away)
+    session.add_listener(seen.append)
     app = app_for(session)
     recorder = Recorder()
     async with app.run_test(size=(100, 30), message_hook=recorder) as pilot:
@@ -154,7 +157,7 @@ async def test_conversation_tools_typed_turn_and_hangup(sim: SimHandle) -> None:
         # The same segment was interim (styled, then replaced) before it was final.
         user_texts = [
             (seg.text, seg.final)
-            for state in recorder.states()
+            for state in seen
             for seg in state.transcript
             if seg.role == "user" and not seg.typed
         ]
@@ -192,6 +195,8 @@ async def test_conversation_tools_typed_turn_and_hangup(sim: SimHandle) -> None:
 
 async def test_interrupt_reconnect_and_agent_hangup(sim: SimHandle) -> None:
     session = session_for(sim, "cut")
+    seen: list[State] = []
+    session.add_listener(seen.append)
     app = app_for(session)
     recorder = Recorder()
     async with app.run_test(size=(80, 24), message_hook=recorder) as pilot:
@@ -217,7 +222,7 @@ async def test_interrupt_reconnect_and_agent_hangup(sim: SimHandle) -> None:
         await until(
             pilot,
             "the reconnect",
-            lambda: any(s.status == "reconnecting" for s in recorder.states()),
+            lambda: any(s.status == "reconnecting" for s in seen),
         )
         await until(
             pilot,
@@ -234,6 +239,6 @@ async def test_interrupt_reconnect_and_agent_hangup(sim: SimHandle) -> None:
     assert app.return_code == 0
     (agent,) = sim.agents.values()
     assert "received user.interrupt" in agent.journal
-    statuses = [s.status for s in recorder.states()]
+    statuses = [s.status for s in seen]
     assert "reconnecting" in statuses
     assert statuses[statuses.index("reconnecting") :].count("connected") >= 1
