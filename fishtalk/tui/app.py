@@ -178,6 +178,7 @@ class FishtalkApp(App[int]):
         self._last_render = time.monotonic()
         self.renders += 1
         now = self._clock()
+        self._transcript.set_ended(state.ended)
         self._transcript.set_items(state.transcript)
         self._tools.show(state.tools, now)
         self._agent.show(state)

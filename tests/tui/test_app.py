@@ -574,3 +574,16 @@ async def test_message_sequence_ends_with_the_session_finishing() -> None:
     states = recorder.states()
     assert states[-1].status == "ended"
     assert [s.status for s in states].index("connected") < len(states) - 1
+
+
+async def test_queued_turn_reads_not_sent_after_the_end() -> None:
+    session = ScriptedSession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press(*"lost", "enter")
+        await drawn(pilot, session)
+        transcript = app.query_one(Transcript)
+        assert transcript.plain_items() == ["you ⌨ lost  (queued)  ·text reply"]
+        session.feed(c.ConnectFailed(2.0, detail="no network"))
+        await drawn(pilot, session)
+        assert transcript.plain_items() == ["you ⌨ lost  (not sent)  ·text reply"]

@@ -125,6 +125,16 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
             if follow:
                 self.scroll_end(animate=False, immediate=True, x_axis=False)
 
+    def invalidate(self, predicate: Callable[[T], bool]) -> None:
+        """Re-render the held items matching ``predicate`` (their look changed, not them)."""
+        hit = False
+        for index, item in enumerate(self._sources):
+            if predicate(item):
+                self._strips[index] = None
+                hit = True
+        if hit:
+            self._relayout()
+
     def text_lines(self) -> list[str]:
         """The plain text of every wrapped line (for tests and debugging)."""
         self._relayout()
@@ -216,8 +226,11 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
         return strip.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
 
 
-def render_segment(seg: Segment) -> Text:
-    """One transcript segment as inert text: who, what, and its live/interim/cut marks."""
+def render_segment(seg: Segment, *, ended: bool = False) -> Text:
+    """One transcript segment as inert text: who, what, and its live/interim/cut marks.
+
+    ``ended``: the session is over, so a typed turn still queued was never sent.
+    """
     text = Text(overflow="fold")
     if seg.role == "user":
         label, label_style = ("you ⌨ " if seg.typed else "you ▸ "), "bold cyan"
@@ -236,7 +249,7 @@ def render_segment(seg: Segment) -> Text:
     if seg.interrupted:
         text.append("  ⏹ interrupted", style="bold yellow")
     if seg.typed and seg.queued:
-        text.append("  (queued)", style="dim italic")
+        text.append("  (not sent)" if ended else "  (queued)", style="dim italic")
     if seg.typed and seg.audio is False:
         text.append("  ·text reply", style="dim")
     return text
@@ -246,12 +259,19 @@ class Transcript(TranscriptView[Segment]):
     """The conversation transcript (``State.transcript``)."""
 
     def __init__(self, *, id: str | None = None, max_items: int = DEFAULT_MAX_ITEMS) -> None:
+        self._ended = False
         super().__init__(
-            render_segment,
+            lambda seg: render_segment(seg, ended=self._ended),
             max_items=max_items,
             empty_text=Text("Say something, or type below and press Enter.", style="dim"),
             id=id,
         )
+
+    def set_ended(self, ended: bool) -> None:
+        """The session ended: queued typed turns now read as not sent."""
+        if ended != self._ended:
+            self._ended = ended
+            self.invalidate(lambda seg: seg.typed and seg.queued)
 
 
 __all__ = ["DEFAULT_MAX_ITEMS", "Transcript", "TranscriptView", "render_segment"]
