@@ -34,6 +34,7 @@ from fishtalk.tui.safe import clean
 from fishtalk.tui.screens.ended import EndedScreen, Summary
 from fishtalk.tui.screens.help import HelpScreen
 from fishtalk.tui.session_like import SessionLike
+from fishtalk.tui.widgets.message_input import MessageInput
 from fishtalk.tui.widgets.meters import LevelMeters
 from fishtalk.tui.widgets.status import AgentIndicator, ConnectionStatus, ModeFlags, SessionClock
 from fishtalk.tui.widgets.tools import ToolPanel
@@ -101,7 +102,7 @@ class FishtalkApp(App[int]):
         self._clock_view = SessionClock(id="clock")
         self._flags = ModeFlags(id="flags")
         self._meters = LevelMeters(id="meters")
-        self._input = Input(placeholder="Type a message and press Enter", id="input")
+        self._input = MessageInput(placeholder="Type a message and press Enter", id="input")
 
     # --- layout --------------------------------------------------------------------------
 
@@ -280,6 +281,7 @@ class FishtalkApp(App[int]):
         if not text or self._state.ended:
             return
         self.session.send_text(text)
+        self._input.remember(text)
         event.input.clear()
 
     @on(Input.Changed, "#input")

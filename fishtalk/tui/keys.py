@@ -43,7 +43,7 @@ ACTIONS: Final[tuple[ActionSpec, ...]] = (
         "toggle_spoken",
         "ctrl+t",
         "Spoken/text",
-        "Switch between spoken replies and text-only replies.",
+        "Spoken or text-only replies to typed turns.",
     ),
     ActionSpec("hangup", "hangup", "ctrl+x", "Hang up", "End the call and show a summary."),
     ActionSpec(
@@ -51,7 +51,7 @@ ACTIONS: Final[tuple[ActionSpec, ...]] = (
         "cycle_focus",
         "tab",
         "Focus",
-        "Move focus between the input, the transcript and the tools.",
+        "Move focus: input, transcript, tools.",
         show=False,
         priority=False,
     ),

@@ -587,3 +587,21 @@ async def test_queued_turn_reads_not_sent_after_the_end() -> None:
         session.feed(c.ConnectFailed(2.0, detail="no network"))
         await drawn(pilot, session)
         assert transcript.plain_items() == ["you ⌨ lost  (not sent)  ·text reply"]
+
+
+async def test_input_history_recalls_sent_messages() -> None:
+    session = ScriptedSession()
+    session.feed(*connected())
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        box = app.query_one("#input")
+        await pilot.press(*"first", "enter", *"second", "enter", *"dra")
+        await pilot.press("up")
+        assert box.value == "second"  # type: ignore[attr-defined]
+        await pilot.press("up", "up")
+        assert box.value == "first"  # type: ignore[attr-defined]
+        await pilot.press("down", "down")
+        assert box.value == "dra"  # type: ignore[attr-defined]
+        await pilot.press("up", "enter")
+        assert session.commands.count("send_text") == 3
+        assert [s.text for s in session.state.transcript] == ["first", "second", "second"]

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -31,13 +31,13 @@ def help_table(keymap: Mapping[str, str]) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    table.add_row("Enter", "Send the typed message (typing tells the agent you are active).")
+    table.add_row("Enter", "Send the typed message.")
+    table.add_row("↑ ↓ in the input", "Recall messages you sent.")
     for spec in ACTIONS:
         table.add_row(key_label(keymap.get(spec.id, spec.key)), Text(spec.help))
     table.add_row("^p", "Command palette: every action by name.")
-    table.add_row("↑ ↓ PgUp PgDn", "Scroll the transcript; End follows it again.")
-    rebind = 'Rebind keys in the config file: [ui.keys] hangup = "f10"'
-    table.add_row("", Text(rebind, style="dim"))
+    table.add_row("↑ ↓ PgUp PgDn", "Scroll the transcript; End follows again.")
+    table.add_row("", Text('Rebind in the config: [ui.keys] hangup = "f10"', style="dim"))
     return table
 
 
@@ -54,7 +54,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         """A titled box with the key table."""
-        with Vertical(id="help-box"):
+        with VerticalScroll(id="help-box"):
             yield Static(Text("fishtalk keys", style="bold"), id="help-title")
             yield Static(help_table(self._keymap), id="help-table")
             yield Static(Text("Esc closes this screen.", style="dim"))
