@@ -11,6 +11,9 @@ import pytest
 
 from fishtalk.sim.netns import in_namespace
 
+# Shared fixtures for the loopback LiveKit server (sim_server, room_factory).
+pytest_plugins = ["fishtalk.sim.testing"]
+
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("webrtc") is not None and not in_namespace():

@@ -172,6 +172,12 @@ do = "say"
 text = "After the drop."
 audio = false
 
+# Let the end of that text stream reach the user before the server removes them: data in
+# flight to a participant that is being reconnected is lost, as with a real LiveKit server.
+[[steps]]
+do = "sleep"
+seconds = 1.0
+
 [[steps]]
 do = "reconnect"
 
