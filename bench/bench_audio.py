@@ -171,7 +171,8 @@ async def main(seconds: float) -> str:
         f"ms, p50 {stats.handoff_latency_p50_ms:.2f} ms, p95 {stats.handoff_latency_p95_ms:.2f} "
         f"ms, max {stats.handoff_latency_max_ms:.2f} ms. Underruns: {stats.playback_underruns}; "
         f"dropped: mic blocks {stats.mic_dropped_blocks}, mic frames {stats.mic_dropped_frames}, "
-        f"playback frames {stats.playback_dropped_frames}.",
+        f"playback frames {stats.playback_dropped_frames}; quiet frames skipped to hold the "
+        f"delay down: {stats.playback_trimmed_frames}.",
         "",
     ]
     return "\n".join(lines)

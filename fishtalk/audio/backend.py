@@ -71,6 +71,8 @@ _LEVEL_STALE_S = 0.25
 _WATCHDOG_PERIOD_S = 0.5
 _MAX_REOPENS = 3
 _CLOSE_TIMEOUT_S = 2.0
+_BACKLOG_FRAMES = 3  # above this much queued agent audio (~30 ms), quiet frames are skipped
+_QUIET_RMS = 0.01 * 32768  # about -40 dBFS
 _LATENCY_SAMPLES = 6000  # the last minute of frames, for percentiles
 _REOPEN_DELAYS = (0.2, 0.5, 1.0, 2.0)  # seconds before each attempt to reopen a device
 
@@ -84,6 +86,7 @@ class AudioStats:
     mic_dropped_frames: int
     playback_frames: int
     playback_dropped_frames: int
+    playback_trimmed_frames: int
     playback_underruns: int
     render_dropped_blocks: int
     handoff_latency_mean_ms: float
@@ -154,6 +157,13 @@ class _Rechunker:
         self._pending = [rest] if rest.size else []
         self._pending_len = int(rest.size)
         return chunks
+
+
+def _is_quiet(samples: Int16Array) -> bool:
+    if samples.size == 0:
+        return True
+    as_float = samples.astype(np.float32)
+    return float(np.dot(as_float, as_float)) < _QUIET_RMS**2 * samples.size
 
 
 def _close_stream(stream: Any) -> None:
@@ -293,6 +303,7 @@ class _Playback:
         # (samples at the device rate, monotonic time play() queued them)
         self.queue: deque[tuple[Int16Array, float]] = deque(maxlen=max_frames)
         self.dropped = 0
+        self.trimmed = 0
         self.rendered: deque[Int16Array | int] = deque(maxlen=_RENDER_RING_BLOCKS)
         self.render_dropped = 0
         self.underruns = 0
@@ -522,6 +533,12 @@ class SoundDeviceAudio:
             samples = self._resample_for_playback(samples, frame.sample_rate, device_rate)
             if samples.size == 0:
                 return
+        if len(playback.queue) > _BACKLOG_FRAMES and _is_quiet(samples):
+            # The device clock runs a little slower than the frames arrive (or the loop
+            # stalled and frames came in a burst): shorten a pause instead of letting the
+            # delay grow for the rest of the utterance.
+            playback.trimmed += 1
+            return
         playback.enqueue(samples)
 
     def flush_playback(self) -> None:
@@ -578,6 +595,7 @@ class SoundDeviceAudio:
             mic_dropped_frames=self._mic_dropped,
             playback_frames=count,
             playback_dropped_frames=pb.dropped if pb else 0,
+            playback_trimmed_frames=pb.trimmed if pb else 0,
             playback_underruns=pb.underruns if pb else 0,
             render_dropped_blocks=pb.render_dropped if pb else 0,
             handoff_latency_mean_ms=(pb.latency_sum / count * 1000) if pb and count else 0.0,

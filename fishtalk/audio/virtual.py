@@ -84,7 +84,7 @@ class Recording:
         self._path = path
 
     def stop(self) -> bytes:
-        """Stop recording (by PID) and return the raw s16le samples."""
+        """Stop recording (by PID) and return the raw s16le samples (empty the 2nd time)."""
         if self._proc.poll() is None:
             self._proc.terminate()
             try:
@@ -92,8 +92,10 @@ class Recording:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait(timeout=5)
+        if not self._path.exists():
+            return b""  # stopped before
         data = self._path.read_bytes()
-        self._path.unlink(missing_ok=True)
+        self._path.unlink()
         return data[: len(data) // 2 * 2]
 
 
