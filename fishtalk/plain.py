@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -370,10 +371,25 @@ def run_plain(
     # Only a person at a terminal can answer y/n; through pipes "ask" tools are declined.
     tools = build_runner(settings, approver=approver if interactive else None)
 
+    interrupted = False
+
     async def main() -> EndResult:
+        nonlocal interrupted
         session = Session(settings, tools=tools)
         chat = PlainChat(session, stdin=stdin, stdout=stdout, stream_agent=stdout.isatty())
         holder.append(chat)
+        loop = asyncio.get_running_loop()
+
+        def on_sigint() -> None:
+            # First Ctrl-C: hang up properly (user.hangup, disconnect). A second one falls
+            # back to the default handler, which interrupts whatever is still running.
+            nonlocal interrupted
+            interrupted = True
+            loop.remove_signal_handler(signal.SIGINT)
+            session.hangup()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGINT, on_sigint)  # Unix, main thread only
         if interactive:
             stdout.write("* type a message and press Enter; /help lists commands\n")
         return await chat.run()
@@ -381,10 +397,12 @@ def run_plain(
     try:
         result = asyncio.run(main())
     except KeyboardInterrupt:
-        # asyncio.run cancelled the session first: it hung up and disconnected.
+        interrupted, result = True, None
+    if interrupted:
         stdout.flush()
         stderr.write("fishtalk: interrupted; hung up\n")
         return EXIT_INTERRUPTED
+    assert result is not None
     if result.exit_code == 0:
         stdout.write(f"* {clean(result.message)}\n")
         stdout.flush()

@@ -164,7 +164,7 @@ async def test_ctrl_c_hangs_up_and_exits_130(sim: SimHandle) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err.decode()[-3000:]
     assert b"interrupted" in err
     assert b"Traceback" not in err
 
@@ -173,8 +173,8 @@ async def test_public_agent_with_an_origin(sim: SimHandle) -> None:
     code, out, err = await _chat(
         sim, "quiet", b"hi\n", "--public", "--origin", "http://localhost", key=False
     )
-    assert code == 0, err
-    assert any(line.startswith("agent: ") for line in out.splitlines())
+    assert code == 0, (out, err[-3000:])
+    assert any(line.startswith("agent: ") for line in out.splitlines()), (out, err[-3000:])
 
 
 async def test_public_agent_needs_an_origin(sim: SimHandle) -> None:
