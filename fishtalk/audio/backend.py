@@ -442,6 +442,7 @@ class SoundDeviceAudio:
         self._cap_chunks: _Rechunker | None = None
         self._render_chunks: _Rechunker | None = None
         self._play_resampler: rtc.AudioResampler | None = None
+        self._play_resampler_rates = (0, 0)
         self._mic_queue: asyncio.Queue[rtc.AudioFrame | None] = asyncio.Queue()
         self._mic_dropped = 0
         self._muted = False
@@ -498,13 +499,18 @@ class SoundDeviceAudio:
         self._started = True
         self._loop = asyncio.get_running_loop()
         self._apm = self._make_apm()
+        # Probing and opening devices can take a while (ALSA, a sound server): off the loop.
         if self._use_output:
-            self._playback = self._open_output(self._output_device, first=True)
+            self._playback = await asyncio.to_thread(
+                self._open_output, self._output_device, first=True
+            )
         if self._use_input:
-            self._capture = self._open_input(self._input_device, first=True)
+            self._capture = await asyncio.to_thread(
+                self._open_input, self._input_device, first=True
+            )
         for stream in (self._playback, self._capture):
             if stream is not None:
-                stream.stream.start()
+                await asyncio.to_thread(stream.stream.start)
         self._update_apm_delay()
         if self._capture is None and self._playback is None:
             self._failed_note["all"] = "text-only: the audio devices could not be opened"
@@ -680,7 +686,7 @@ class SoundDeviceAudio:
         from livekit import rtc
 
         res = self._play_resampler
-        if res is None or getattr(self, "_play_resampler_rates", None) != (src, dst):
+        if res is None or self._play_resampler_rates != (src, dst):
             res = rtc.AudioResampler(src, dst, num_channels=CHANNELS)
             self._play_resampler = res
             self._play_resampler_rates = (src, dst)
