@@ -13,6 +13,9 @@ from fishtalk.audio.base import AudioLevels
 _FLOOR_DB = -60.0
 _BLOCKS = " ▏▎▍▌▋▊▉█"
 
+NO_AUDIO = "no audio (text only)"
+"""What the meters' place shows when the session has no audio devices."""
+
 
 def level_fraction(rms: float) -> float:
     """Map a linear RMS level to [0, 1] on a -60..0 dBFS scale (what ears perceive)."""
@@ -32,7 +35,7 @@ def bar(fraction: float, width: int) -> str:
 
 
 class LevelMeters(Widget):
-    """Two one-line meters (mic, agent), or a "text-only" notice when there is no audio."""
+    """Two one-line meters (mic, agent), or a one-line notice when there is no audio."""
 
     DEFAULT_CSS = """
     LevelMeters { height: 2; width: 1fr; }
@@ -46,7 +49,8 @@ class LevelMeters(Widget):
     def render(self) -> Text:
         """Draw both meters to fit the current width."""
         if not self.audio:
-            return Text("text-only\n(no audio)", style="dim")
+            # One line that never wraps: the status bar is as narrow as 22 cells at 80x24.
+            return Text(NO_AUDIO, style="dim", no_wrap=True, overflow="ellipsis")
         label_width = 6
         width = max(self.size.width - label_width, 4)
         mic_label = "mic ✕ " if self.muted else "mic   "
