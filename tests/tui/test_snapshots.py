@@ -108,6 +108,10 @@ def test_ended(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await quiet(pilot)
         mid_conversation(session)
+        # Toasts go before the modal opens: the chat screen under it keeps whatever
+        # toasts it last drew, so clearing them only afterwards depends on timing.
+        await drawn(pilot, session)
+        await calm(pilot)
         session.feed(c.Hangup(75.0))
         for _ in range(500):
             if isinstance(pilot.app.screen, EndedScreen):
