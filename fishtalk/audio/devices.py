@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+import time
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar, Literal
@@ -63,6 +64,9 @@ class StreamFormat:
 
 def import_sounddevice() -> ModuleType:
     """Import sounddevice, or raise AudioUnavailable with the reason for the user."""
+    global _imported_at
+    if "sounddevice" not in sys.modules:
+        _imported_at = time.monotonic()
     try:
         import sounddevice
     except OSError:
@@ -110,6 +114,10 @@ def _quiet_alsa() -> None:
     _alsa_handler = handler  # the C side keeps only a pointer: keep the object alive
 
 
+_imported_at = -1e9
+"""When sounddevice was imported by us (PortAudio enumerates devices then)."""
+_FRESH_S = 2.0
+
 _open_streams = 0
 """Streams this process has open; PortAudio may only be re-initialised when it is zero."""
 
@@ -126,7 +134,7 @@ def stream_closed() -> None:
     _open_streams = max(0, _open_streams - 1)
 
 
-def rescan() -> bool:
+def rescan(*, skip_if_fresh: bool = False) -> bool:
     """Make PortAudio enumerate devices again (new server, device plugged in).
 
     Re-initialising PortAudio closes every stream, so this does nothing (and returns
@@ -135,6 +143,8 @@ def rescan() -> bool:
     sd = sys.modules.get("sounddevice")
     if sd is None:
         return True  # the first import will enumerate
+    if skip_if_fresh and time.monotonic() - _imported_at < _FRESH_S:
+        return True  # imported moments ago: the list is current
     if _open_streams:
         return False
     # sounddevice has no public re-enumeration; its terminate/initialize pair is the way.
@@ -155,7 +165,7 @@ def list_devices(*, refresh: bool = False) -> list[DeviceInfo]:
     """All PortAudio devices (empty when there are none); raises AudioUnavailable."""
     sd = import_sounddevice()
     if refresh:
-        rescan()
+        rescan(skip_if_fresh=True)
     try:
         raw: Any = sd.query_devices()
         hostapis: Any = sd.query_hostapis()
