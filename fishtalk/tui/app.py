@@ -27,7 +27,7 @@ from textual.widgets import Footer, Input, Static
 
 from fishtalk.audio.base import NullAudio
 from fishtalk.conversation import ErrorEntry, Notice, State
-from fishtalk.errors import EXIT_ERROR, FishtalkError
+from fishtalk.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError
 from fishtalk.tui import keys
 from fishtalk.tui.messages import SessionFinished, StateChanged
 from fishtalk.tui.safe import clean
@@ -90,7 +90,9 @@ class FishtalkApp(App[int]):
         self._seen_error: ErrorEntry | None = None
         self._seen_notice: Notice | None = None
         self._finished: SessionFinished | None = None
+        self._summary: Summary | None = None
         self._quitting = False
+        self._interrupted = False
         self.renders = 0
         """How many times the state was drawn (the benchmark reads it)."""
         # The chat widgets live as long as the app; holding them avoids DOM queries per
@@ -250,19 +252,21 @@ class FishtalkApp(App[int]):
             return
         self._finished = message
         self._draw(self.session.state)
-        if self._quitting:
-            self.exit(message.exit_code, return_code=message.exit_code)
-            return
         summary = Summary.from_state(
             self.session.state,
             reason=None if message.error else message.reason,
             exit_code=message.exit_code,
         )
         if message.error:
-            self.notify(clean(message.error), title="error", severity="error", markup=False)
             summary = _with_reason_text(summary, message.error)
         elif message.message:
             summary = _with_reason_text(summary, message.message)
+        self._summary = summary
+        if self._quitting:
+            self._leave()
+            return
+        if message.error:
+            self.notify(clean(message.error), title="error", severity="error", markup=False)
         self.push_screen(
             EndedScreen(summary, linger=self._ended_linger),
             callback=lambda _: self.exit(message.exit_code, return_code=message.exit_code),
@@ -272,6 +276,16 @@ class FishtalkApp(App[int]):
     def finished(self) -> SessionFinished | None:
         """The session's end, once ``run()`` returned."""
         return self._finished
+
+    @property
+    def summary(self) -> Summary | None:
+        """What the ended screen showed (also set when quitting), once the session ended."""
+        return self._summary
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the user left with Ctrl+C (the exit code is then 130)."""
+        return self._interrupted
 
     # --- UI -> session ---------------------------------------------------------------------
 
@@ -321,21 +335,42 @@ class FishtalkApp(App[int]):
     async def action_quit(self) -> None:
         """Hang up and leave as soon as the session has ended (or after a grace period)."""
         if self._finished is not None:
-            code = self._finished.exit_code
-            self.exit(code, return_code=code)
+            self._leave()
+            return
+        if self._quitting:
             return
         self._quitting = True
         self.session.hangup()
-        self.set_timer(QUIT_GRACE, self._force_exit)
+        self.set_timer(QUIT_GRACE, self._leave)
 
-    def _force_exit(self) -> None:
-        code = self._finished.exit_code if self._finished is not None else EXIT_ERROR
+    async def action_abort(self) -> None:
+        """Ctrl+C: hang up cleanly and exit with 130, as the line mode does.
+
+        Once the call is over there is nothing to interrupt: it just leaves. A second
+        Ctrl+C while the hang-up is still under way leaves at once.
+        """
+        if self._finished is not None:
+            self._leave()
+            return
+        if self._interrupted:
+            self._leave()
+            return
+        self._interrupted = True
+        await self.action_quit()
+
+    def _leave(self) -> None:
+        if self._interrupted:
+            code = EXIT_INTERRUPTED
+        elif self._finished is not None:
+            code = self._finished.exit_code
+        else:
+            code = EXIT_ERROR  # the session never wound down within the grace period
         self.exit(code, return_code=code)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """Every chat action in the command palette, plus Textual's own."""
         for spec in keys.ACTIONS:
-            if spec.id == "focus":
+            if spec.id in ("focus", "abort"):  # Tab and Ctrl+C mean nothing by name
                 continue
             yield SystemCommand(spec.description, spec.help, _runner(self, spec.action))
         yield SystemCommand(

@@ -59,6 +59,16 @@ ACTIONS: Final[tuple[ActionSpec, ...]] = (
         "help", "help", "f1,question_mark", "Help", "Show the keys.", show=True, priority=False
     ),
     ActionSpec("quit", "quit", "ctrl+q", "Quit", "Hang up and exit at once."),
+    # A priority binding, so Ctrl+C never reaches Textual's "press ^q to quit" hint (nor
+    # the input's copy): in a call it means what it means in the line mode.
+    ActionSpec(
+        "abort",
+        "abort",
+        "ctrl+c",
+        "Abort",
+        "Hang up and exit with status 130.",
+        show=False,
+    ),
 )
 """Every action of the chat screen, in display order."""
 

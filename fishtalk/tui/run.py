@@ -144,12 +144,38 @@ def run_tui(settings: Settings, *, title: str = "") -> int:
     link.app = app
     app.run()
     code = app.return_code
-    finished = app.finished
-    if finished is not None and finished.exit_code != 0:
-        # The full-screen summary is gone with the alternate screen: leave the reason in
-        # the terminal's scrollback too, as the plain mode does.
-        sys.stderr.write(f"fishtalk: {finished.error or finished.message or finished.reason}\n")
+    report_end(app)
     return code if code is not None else EXIT_CONNECTION
+
+
+def report_end(
+    app: FishtalkApp, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> None:
+    """Leave one plain line on the normal screen once the app has exited.
+
+    The full-screen summary went away with the alternate screen, so the terminal's
+    scrollback says how the call went: stdout when it ended well, stderr when it failed
+    or was interrupted (as the line mode does).
+    """
+    from fishtalk.tui.safe import clean
+
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    summary = app.summary
+    finished = app.finished
+    if app.interrupted:
+        detail = f" · {summary.stats()}" if summary and summary.connected else ""
+        stderr.write(f"fishtalk: interrupted; hung up{detail}\n")
+    elif summary is not None:
+        out = stdout if summary.exit_code == 0 else stderr
+        out.write(f"fishtalk: {summary.line()}\n")
+    elif finished is not None:
+        text = finished.error or finished.message or finished.reason
+        (stdout if finished.exit_code == 0 else stderr).write(f"fishtalk: {clean(text)}\n")
+    else:
+        return
+    stdout.flush()
+    stderr.flush()
 
 
 def run_demo(load: Callable[[dict[str, object]], Settings], *, scenario: str = DEMO_AGENT) -> int:
@@ -198,6 +224,7 @@ __all__ = [
     "DEMO_AGENT",
     "NO_WEBRTC_NETWORK",
     "has_webrtc_network",
+    "report_end",
     "run_demo",
     "run_tui",
     "wants_tui",

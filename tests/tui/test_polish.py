@@ -3,13 +3,36 @@ summary left on the normal screen after the app exits."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from textual.geometry import Region
+from textual.pilot import Pilot
 
-from fishtalk.tui.driver import ScriptedSession
+from fishtalk import conversation as c
+from fishtalk.errors import EXIT_INTERRUPTED, FishtalkError
+from fishtalk.protocol import UserHangup
+from fishtalk.tui.driver import ScriptedEnd, ScriptedSession
+from fishtalk.tui.run import report_end
+from fishtalk.tui.screens.ended import EndedScreen
+from fishtalk.tui.screens.help import help_table
 from fishtalk.tui.widgets.meters import NO_AUDIO, LevelMeters
 
-from .helpers import connected, drawn, make_app
+from .helpers import (
+    agent_says,
+    connected,
+    drawn,
+    make_app,
+    tool_completed,
+    tool_failed,
+    tool_started,
+    user_interim,
+)
+
+
+def sent(session: ScriptedSession) -> list[object]:
+    return [e.event for e in session.effects if isinstance(e, c.SendClientEvent)]
+
 
 SIZES = [(100, 30), (80, 24)]
 
@@ -26,3 +49,122 @@ async def test_no_audio_notice_stays_on_one_line(size: tuple[int, int]) -> None:
         lines = [strip.text for strip in meters.render_lines(Region(0, 0, width, height))]
         assert lines[0].strip() == NO_AUDIO
         assert all(not line.strip() for line in lines[1:])
+
+
+async def _until_exit(pilot: Pilot[int]) -> None:
+    for _ in range(300):
+        if pilot.app.return_code is not None:
+            return
+        await pilot.pause(0.01)
+    raise AssertionError("the app did not exit")
+
+
+async def test_ctrl_c_hangs_up_and_exits_130_without_textual_hint() -> None:
+    session = ScriptedSession()
+    session.feed(*connected(), *agent_says("a1", ["Hi"], 2.0))
+    app = make_app(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await drawn(pilot, session)
+        # Neither Textual's "press ^q to quit" hint nor the input's copy: ours wins.
+        assert app.active_bindings["ctrl+c"].binding.action == "abort"
+        await pilot.press("h", "i")  # focus in the input, text in it
+        session.advance(10.0)
+        await pilot.press("ctrl+c")
+        await _until_exit(pilot)
+    assert UserHangup() in sent(session)
+    assert session.commands.count("hangup") == 1
+    assert app.interrupted
+    assert app.return_code == EXIT_INTERRUPTED
+    err = io.StringIO()
+    report_end(app, stdout=io.StringIO(), stderr=err)
+    assert err.getvalue() == "fishtalk: interrupted; hung up · 0:09 · 1 turn · 0 tools\n"
+
+
+async def test_ctrl_c_on_the_ended_screen_just_leaves_with_the_session_code() -> None:
+    session = ScriptedSession()
+    app = make_app(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        session.feed(*connected(), c.Hangup(5.0))
+        for _ in range(100):
+            if isinstance(app.screen, EndedScreen):
+                break
+            await pilot.pause(0.01)
+        assert isinstance(app.screen, EndedScreen)
+        await pilot.press("ctrl+c")
+        await _until_exit(pilot)
+    assert not app.interrupted
+    assert app.return_code == 0
+
+
+def test_ctrl_c_is_on_the_help_screen() -> None:
+    rows = help_table({}).columns
+    keys_column = [str(cell) for cell in rows[0].cells]
+    help_column = [str(cell) for cell in rows[1].cells]
+    row = keys_column.index("^c")
+    assert "130" in help_column[row]
+
+
+async def test_hang_up_leaves_a_summary_line_on_stdout() -> None:
+    session = ScriptedSession(c.initial_state(max_duration_seconds=1800))
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        session.feed(
+            *connected(),
+            *agent_says("a1", ["Hi", " there"], 2.0),
+            *user_interim("u1", 1, "what's the weather", 3.0, final=True),
+            tool_started("t1", "lookup_weather", 4.0),
+            tool_completed("t1", "lookup_weather", 5.0),
+            tool_started("t2", "search", 5.0),
+            tool_failed("t2", "search", 6.0, error="nope"),
+            c.Hangup(48.5),
+        )
+        for _ in range(100):
+            if isinstance(app.screen, EndedScreen):
+                break
+            await pilot.pause(0.01)
+        await pilot.press("q")
+        await _until_exit(pilot)
+    out, err = io.StringIO(), io.StringIO()
+    report_end(app, stdout=out, stderr=err)
+    assert out.getvalue() == (
+        "fishtalk: call ended — you hung up · 0:47 · 2 turns · 2 tools (1 failed)\n"
+    )
+    assert err.getvalue() == ""
+
+
+async def test_failures_go_to_stderr_and_a_call_that_never_started_has_no_counts() -> None:
+    class Refused(FishtalkError):
+        exit_code = 3
+
+    class Failing(ScriptedSession):
+        async def run(self) -> ScriptedEnd:
+            raise Refused("the API key was rejected (401)")
+
+    app = make_app(Failing())
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            if isinstance(app.screen, EndedScreen):
+                break
+            await pilot.pause(0.01)
+        await pilot.press("q")
+        await _until_exit(pilot)
+    out, err = io.StringIO(), io.StringIO()
+    report_end(app, stdout=out, stderr=err)
+    assert (out.getvalue(), err.getvalue()) == ("", "fishtalk: the API key was rejected (401)\n")
+
+    lost = ScriptedSession()
+    app = make_app(lost)
+    async with app.run_test(size=(80, 24)) as pilot:
+        lost.feed(*connected(), c.Disconnected(65.0, "UNKNOWN_REASON"))
+        for _ in range(100):
+            if isinstance(app.screen, EndedScreen):
+                break
+            await pilot.pause(0.01)
+        await pilot.press("q")
+        await _until_exit(pilot)
+    out, err = io.StringIO(), io.StringIO()
+    report_end(app, stdout=out, stderr=err)
+    assert out.getvalue() == ""
+    assert err.getvalue() == (
+        "fishtalk: call ended — the connection to the agent was lost · 1:04 · 0 turns · 0 tools\n"
+    )

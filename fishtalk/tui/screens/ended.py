@@ -33,6 +33,8 @@ class Summary:
     errors: int
     duration: float
     exit_code: int
+    connected: bool = True
+    """Whether the session ever connected (else there is nothing to count)."""
 
     @classmethod
     def from_state(cls, state: State, *, reason: str | None, exit_code: int) -> Summary:
@@ -53,7 +55,38 @@ class Summary:
             errors=len(state.errors),
             duration=state.clock.elapsed(),
             exit_code=exit_code,
+            connected=state.clock.connected_at is not None,
         )
+
+    def stats(self) -> str:
+        """Duration and counts on one line: ``0:47 · 3 turns · 2 tools``."""
+        parts = [format_duration(self.duration), _count(self.turns, "turn")]
+        tools = _count(self.tools, "tool")
+        if self.tool_failures:
+            tools += f" ({self.tool_failures} failed)"
+        parts.append(tools)
+        if self.errors:
+            parts.append(_count(self.errors, "error"))
+        return " · ".join(parts)
+
+    def line(self) -> str:
+        """The summary as one plain line for the normal screen after the app exits, e.g.
+        ``call ended — you hung up · 0:47 · 3 turns · 2 tools``.
+
+        A session that never connected had no call to speak of: just its sentence.
+        """
+        sentence = clean(" ".join(self.reason_text.split()))
+        if not self.connected:
+            return sentence or "call ended"
+        reason = sentence.rstrip(".")
+        if reason[:1].isupper() and not reason[1:2].isupper():
+            reason = reason[0].lower() + reason[1:]
+        head = f"call ended — {reason}" if reason else "call ended"
+        return f"{head} · {self.stats()}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 class EndedScreen(ModalScreen[None]):
