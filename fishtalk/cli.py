@@ -372,11 +372,20 @@ def tools_run(
 
 
 @app.command("demo")
-def demo() -> None:
+def demo(
+    scenario: Annotated[
+        str,
+        typer.Option(
+            "--scenario",
+            metavar="NAME|FILE",
+            help="What the simulated agent plays: a built-in (demo, converse) or a TOML file.",
+        ),
+    ] = "demo",
+) -> None:
     """Talk to a simulated agent running on this machine (no account needed)."""
     from fishtalk.tui.run import run_demo
 
-    raise typer.Exit(run_demo(load))
+    raise typer.Exit(run_demo(load, scenario=scenario))
 
 
 @app.command(

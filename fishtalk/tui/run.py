@@ -12,6 +12,7 @@ import socket
 import struct
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
 from fishtalk.errors import EXIT_CONNECTION
@@ -178,19 +179,27 @@ def report_end(
     stderr.flush()
 
 
-def run_demo(load: Callable[[dict[str, object]], Settings], *, scenario: str = DEMO_AGENT) -> int:
+def run_demo(
+    load: Callable[[dict[str, object]], Settings], *, scenario: str | Path = DEMO_AGENT
+) -> int:
     """Start the sim in-process with its demo scenario and open the TUI on it (line mode
     when stdin/stdout are not a terminal or ``ui.plain`` is set).
 
     ``load`` builds settings from dotted overrides (the CLI's ``load``), so the user's
     config still applies (keys, audio devices) while the API points at the sim.
+    ``scenario`` is a built-in name (``demo``, ``converse``) or a scenario TOML file; a bad
+    one raises :class:`~fishtalk.sim.scenario.ScenarioError` (one line, exit 2) before
+    anything starts.
     """
+    from fishtalk.sim.scenario import load_scenario
+
+    chosen = load_scenario(scenario)
     if not has_webrtc_network():
         sys.stderr.write(f"fishtalk: {NO_WEBRTC_NETWORK}\n")
         return EXIT_CONNECTION
     from fishtalk.sim import SimThread
 
-    sim = SimThread(scenario)
+    sim = SimThread(chosen)
     try:
         info = sim.start()
     except (OSError, TimeoutError) as exc:
@@ -214,7 +223,10 @@ def run_demo(load: Callable[[dict[str, object]], Settings], *, scenario: str = D
             from fishtalk.plain import run_plain
 
             return run_plain(settings)
-        return run_tui(settings, title="demo (simulated agent)")
+        title = "demo (simulated agent)"
+        if chosen.name != DEMO_AGENT:
+            title = f"{chosen.name} (simulated agent)"
+        return run_tui(settings, title=title)
     finally:
         with contextlib.suppress(Exception):
             sim.stop()

@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -48,6 +49,59 @@ def test_demo_without_a_webrtc_network_says_so_at_once() -> None:
     assert proc.returncode == 7, proc.stderr
     assert proc.stderr == f"fishtalk: {NO_WEBRTC_NETWORK}\n"
     assert proc.stdout == ""
+
+
+def _demo(*args: str, unshare: bool = False) -> subprocess.CompletedProcess[str]:
+    prefix: list[str] = []
+    if unshare:
+        tool = shutil.which("unshare")
+        assert tool is not None, "util-linux unshare is needed for this test"
+        prefix = [tool, "-rn"]
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "fishtalk", "demo", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+
+
+def test_demo_scenario_option_is_documented() -> None:
+    proc = _demo("--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "--scenario" in proc.stdout
+    assert "NAME|FILE" in proc.stdout
+    assert "converse" in proc.stdout
+
+
+def test_demo_with_a_bad_scenario_file_says_so_in_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    proc = _demo("--scenario", str(missing))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"fishtalk: cannot read scenario {missing}")
+    assert proc.stderr.count("\n") == 1
+    assert proc.stdout == ""
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text('[[steps]]\ndo = "dance"\n', "utf-8")
+    proc = _demo("--scenario", str(broken))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("fishtalk: ")
+    assert "broken.toml" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_demo_accepts_a_scenario_file_and_a_builtin_name(tmp_path: Path) -> None:
+    """A good scenario gets past its check; without a WebRTC network the demo then stops
+    at the next one (exit 7), so this needs no network at all."""
+    good = tmp_path / "hello.toml"
+    good.write_text('[agent]\ngreeting = "Hello from a file."\n', "utf-8")
+    for scenario in (str(good), "converse"):
+        proc = _demo("--scenario", scenario, unshare=True)
+        assert proc.returncode == 7, proc.stderr
+        assert proc.stderr == f"fishtalk: {NO_WEBRTC_NETWORK}\n"
 
 
 class Tmux:
