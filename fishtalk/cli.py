@@ -439,9 +439,9 @@ def chat(
 
     if wants_tui(settings.ui.plain):
         raise typer.Exit(run_tui(settings))
-    from fishtalk.plain import run_plain
+    from fishtalk.plain import exit_process, run_plain
 
-    raise typer.Exit(run_plain(settings, debug=_state.debug))
+    exit_process(run_plain(settings, debug=_state.debug))
 
 
 sim_app = typer.Typer(help="The offline stand-in for Fish: LiveKit server + simulated agent.")

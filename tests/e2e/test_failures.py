@@ -60,6 +60,10 @@ _NO_NETWORK_SCRIPT = textwrap.dedent(
             print(result.message)
 
     asyncio.run(main())
+    # Leave as the CLI does (see fishtalk.plain.exit_process): no interpreter finalization
+    # racing the SDK's native threads.
+    from fishtalk.plain import exit_process
+    exit_process(0)
     """
 )
 
