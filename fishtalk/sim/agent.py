@@ -289,9 +289,14 @@ class SimAgent:
             await self._set_state("listening")
             await self._greet()
             for index, step in enumerate(self.scenario.steps):
+                if self.settings.answer_during_steps:
+                    await self._answer_pending()
                 self.note(f"step {index}: {step.do}")
                 await self._run_step(step)
             self.note(f"steps done; then {self.scenario.then}")
+            # The idle clock starts when the script stops talking, not when the user
+            # last did something: else a long tour ends straight in "are you there?".
+            self._touch()
             if self.scenario.then == "end":
                 await self.end("agent_hangup")
             elif self.scenario.then == "converse":
@@ -891,21 +896,36 @@ class SimAgent:
             if item is None:
                 await self._re_engage()
                 continue
-            await self._set_state("thinking")
-            await asyncio.sleep(0.4)
-            if isinstance(item, _HeardSpeech):
-                h = item.heard
-                await self.say(
-                    f"I heard {h.duration:.1f} seconds of sound at {h.dbfs:.0f} dBFS, "
-                    f"mostly around {h.frequency:.0f} hertz."
-                )
-            else:
-                await self._answer(item)
+            await self._respond(item)
+
+    async def _respond(
+        self, item: p.UserMessage | _HeardSpeech, *, mid_script: bool = False
+    ) -> None:
+        await self._set_state("thinking")
+        await asyncio.sleep(0.4)
+        if isinstance(item, _HeardSpeech):
+            h = item.heard
+            await self.say(
+                f"I heard {h.duration:.1f} seconds of sound at {h.dbfs:.0f} dBFS, "
+                f"mostly around {h.frequency:.0f} hertz."
+            )
+        else:
+            await self._answer(item, mid_script=mid_script)
+
+    async def _answer_pending(self) -> None:
+        """Between two steps: answer the turns that came in meanwhile, then carry on."""
+        while not self._inbox.empty():
+            item = self._inbox.get_nowait()
+            self.note("answering a turn between steps")
+            await self._respond(item, mid_script=True)
 
     async def _next_input(self) -> p.UserMessage | _HeardSpeech | None:
         """The next user turn, or None when the idle time ran out first."""
         idle = self.settings.idle_seconds
         while True:
+            if not self._inbox.empty():
+                # A turn is already waiting: answer it, whatever the idle clock says.
+                return self._inbox.get_nowait()
             if idle <= 0 or (self._nudged and self.state == "idle"):
                 return await self._inbox.get()
             left = self._last_activity + idle - time.monotonic()
@@ -925,11 +945,13 @@ class SimAgent:
         else:
             await self._set_state("idle")
 
-    async def _answer(self, message: p.UserMessage) -> None:
+    async def _answer(self, message: p.UserMessage, *, mid_script: bool = False) -> None:
         text = message.text.strip()
         lowered = text.lower()
         audio = message.audio is not False
-        self._replies += 1
+        if not mid_script:
+            # Keep the hint for the first answer after the script, when it can be tried.
+            self._replies += 1
         if lowered in {"bye", "goodbye", "hang up", "hangup"}:
             await self.say("Goodbye!", audio=audio)
             await self.end("agent_hangup")
@@ -943,7 +965,9 @@ class SimAgent:
             await self.say("I just sent you a provider_error event.", audio=audio)
             return
         answer = f"You said: {text}"
-        if self._replies == 1:
+        if mid_script:
+            answer += ". I'll carry on with what I was showing you; then we can talk."
+        elif self._replies == 1:
             answer += ". Try 'call get_local_context', 'error' or 'goodbye'."
         await self.say(answer, audio=audio)
 

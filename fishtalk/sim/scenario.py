@@ -19,6 +19,9 @@ A scenario is a TOML file (stdlib ``tomllib``; no code runs from it). Top level:
     max_duration_seconds = 1800       # the grant's max duration; at it the agent sends
                                       # session.ended {reason: conversation_timeout}
     tool_deadline_seconds = 30.0      # server-side wait for a client_tool.result
+    answer_during_steps = false       # true: a user turn that arrives while steps run
+                                      # is answered before the next step (then the
+                                      # steps carry on)
 
     [[steps]]                         # run in order; each has a `do` key
     do = "say"
@@ -60,7 +63,8 @@ session's ``dynamic_variables`` (left as is when unset).
 
 While steps run, ``user.interrupt``, ``user.hangup`` and ``client_tool.result`` are
 always honoured; typed user turns not consumed by ``wait_for`` are answered once the
-steps are done (with ``then = "converse"``).
+steps are done (with ``then = "converse"``), or between two steps with
+``answer_during_steps = true``.
 """
 
 from __future__ import annotations
@@ -96,6 +100,8 @@ class AgentSettings(_Model):
     idle_seconds: float = Field(default=20.0, ge=0)
     max_duration_seconds: int | None = Field(default=None, ge=1, le=3600)
     tool_deadline_seconds: float = Field(default=30.0, gt=0, le=120)
+    answer_during_steps: bool = False
+    """Answer user turns between steps instead of after the last one."""
 
 
 class Say(_Model):
