@@ -17,9 +17,11 @@ from fishtalk.tui.run import report_end
 from fishtalk.tui.screens.ended import EndedScreen
 from fishtalk.tui.screens.help import help_table
 from fishtalk.tui.widgets.meters import NO_AUDIO, LevelMeters
+from fishtalk.tui.widgets.tools import ToolPanel
 
 from .helpers import (
     agent_says,
+    client_call,
     connected,
     drawn,
     make_app,
@@ -168,3 +170,64 @@ async def test_failures_go_to_stderr_and_a_call_that_never_started_has_no_counts
     assert err.getvalue() == (
         "fishtalk: call ended — the connection to the agent was lost · 1:04 · 0 turns · 0 tools\n"
     )
+
+
+async def _settled(pilot: Pilot[int], session: ScriptedSession) -> None:
+    await drawn(pilot, session)
+    for _ in range(5):  # cards re-cut their lines after layout: let that land too
+        await pilot.pause(0.02)
+
+
+async def test_collapsed_tool_cards_keep_each_payload_on_one_line() -> None:
+    session = ScriptedSession()
+    app = make_app(session)
+    long_input = '{"query": "a very long question", "padding": "' + "x" * 300 + '"}'
+    async with app.run_test(size=(80, 24)) as pilot:
+        session.feed(
+            *connected(),
+            client_call("t1", "get_local_context", 2.0, {}),
+            c.ClientToolFinished("t1", "ok", 2.1, result_preview='{"local_time": "' + "9" * 80),
+            tool_started("t2", "search_docs", 3.0, source="mcp", input=long_input),
+            tool_failed("t2", "search_docs", 3.5, source="mcp", error="upstream " * 20),
+        )
+        await _settled(pilot, session)
+        panel = app.query_one(ToolPanel)
+        for view in panel.card_views:
+            outer = view.outer_size
+            strips = view.render_lines(Region(0, 0, outer.width, outer.height))
+            lines = [s.text.removeprefix("▊").strip() for s in strips]
+            payloads = [line for line in lines if line.startswith(("in ", "out", "→", "✕ up"))]
+            assert payloads, lines
+            for line in payloads:
+                assert line.endswith("…"), lines  # cut to the card, not wrapped under it
+            # header (maybe wrapped once) + one line per payload / result / error
+            assert outer.height <= 2 + len(payloads) + 1, lines
+        expanded = panel.view("t2")
+        assert expanded is not None
+        expanded.set_expanded(True)
+        await pilot.pause(0.05)
+        assert "x" * 20 in str(expanded.render())  # expanded: everything, wrapped
+
+
+async def test_tool_panel_keeps_the_newest_card_in_view_when_a_card_grows() -> None:
+    session = ScriptedSession()
+    app = make_app(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        session.feed(*connected())
+        for i in range(4):
+            session.feed(tool_started(f"w{i}", f"tool_{i}", 2.0 + i, input='{"n": 1}'))
+            session.feed(tool_completed(f"w{i}", f"tool_{i}", 2.5 + i, output='{"ok": true}'))
+        session.feed(client_call("c1", "get_local_context", 7.0, {}))
+        await _settled(pilot, session)
+        panel = app.query_one(ToolPanel)
+        assert panel.max_scroll_y > 0
+        assert panel.scroll_offset.y == panel.max_scroll_y
+        before = panel.max_scroll_y
+        # The last card grows (its local result arrives): still followed to the end.
+        session.feed(c.ClientToolFinished("c1", "ok", 7.2, result_preview='{"tz": "UTC"}'))
+        await _settled(pilot, session)
+        assert panel.max_scroll_y > before
+        assert panel.scroll_offset.y == panel.max_scroll_y
+        newest = panel.view("c1")
+        assert newest is not None
+        assert newest.region.bottom <= panel.region.bottom

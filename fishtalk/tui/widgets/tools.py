@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.events import Click
+from textual.events import Click, Resize
 from textual.message import Message
 from textual.widgets import Static
 
@@ -82,8 +82,13 @@ def _fmt_seconds(seconds: float) -> str:
     return f"{seconds:.1f}s" if seconds < 60 else format_duration(seconds)
 
 
-def render_card(card: ToolCard, now: float, *, expanded: bool) -> Text:
-    """The whole card as inert text (remote strings never parsed as markup)."""
+def render_card(card: ToolCard, now: float, *, expanded: bool, width: int | None = None) -> Text:
+    """The whole card as inert text (remote strings never parsed as markup).
+
+    Collapsed, each payload is one line; with ``width`` (the card's content width in
+    cells) that line is cut to fit with an ellipsis instead of wrapping mid-token, so a
+    card stays a few lines tall in a narrow panel.
+    """
     status = card.display_status
     glyph, label = _status(status)
     text = Text(overflow="fold")
@@ -99,25 +104,39 @@ def render_card(card: ToolCard, now: float, *, expanded: bool) -> Text:
         text.append("  node ", style="dim")
         text.append_text(safe_text(card.node_id, "dim"))
 
+    def one_line(line: Text) -> None:
+        if width is not None and width > 0:
+            line.truncate(width, overflow="ellipsis")
+        text.append("\n")
+        text.append_text(line)
+
     def payload(name: str, raw: str | None, truncated: bool) -> None:
         if raw is None:
             return
-        text.append(f"\n{name} ", style="bold dim")
+        line = Text(f"{name} ", style="bold dim")
         if truncated:
-            text.append("[truncated]", style="reverse")
-            text.append(" ")
+            line.append("[truncated]", style="reverse")
+            line.append(" ")
         if expanded:
+            text.append("\n")
+            text.append_text(line)
             text.append("\n")
             text.append_text(safe_text(pretty_payload(raw)))
         else:
-            text.append_text(safe_text(_one_line(raw)))
+            line.append_text(safe_text(_one_line(raw)))
+            one_line(line)
 
     payload("in ", card.input, card.input_truncated)
     payload("out", card.output, card.output_truncated)
     if card.error:
-        text.append("\n✕ ", style=_style("failed"))
-        error = card.error if expanded else _one_line(card.error)
-        text.append_text(safe_text(error, _style("failed")))
+        line = Text("✕ ", style=_style("failed"))
+        if expanded:
+            text.append("\n")
+            text.append_text(line)
+            text.append_text(safe_text(card.error, _style("failed")))
+        else:
+            line.append_text(safe_text(_one_line(card.error), _style("failed")))
+            one_line(line)
     client = card.client
     if client is not None:
         cglyph, clabel = _status(client.status)
@@ -132,9 +151,11 @@ def render_card(card: ToolCard, now: float, *, expanded: bool) -> Text:
             text.append("\n")
             text.append_text(safe_text(pretty_payload(_json(client.params))))
         shown = client.error or client.result_preview
-        if shown:
+        if shown and expanded:
             text.append("\n→ ", style="dim")
-            text.append_text(safe_text(pretty_payload(shown) if expanded else _one_line(shown)))
+            text.append_text(safe_text(pretty_payload(shown)))
+        elif shown:
+            one_line(Text("→ ", style="dim").append_text(safe_text(_one_line(shown))))
     return text
 
 
@@ -166,6 +187,7 @@ class ToolCardView(Static):
         self.card = card
         self.expanded = expanded
         self._now = now
+        self._width = 0
         self._paint()
 
     @property
@@ -177,7 +199,17 @@ class ToolCardView(Static):
         status = self.card.display_status
         for name in ("running", "failed", "error", "timeout", "unknown"):
             self.set_class(status == name, f"-{name}")
-        self.update(render_card(self.card, self._now, expanded=self.expanded))
+        self._width = self.content_size.width
+        self.update(
+            render_card(self.card, self._now, expanded=self.expanded, width=self._width or None)
+        )
+
+    def on_resize(self, event: Resize) -> None:
+        """Cut the one-line payloads again for the new width."""
+        del event
+        if self.content_size.width != self._width:
+            # After this layout pass: a new height asked for during it would be lost.
+            self.call_after_refresh(self._paint)
 
     def show(self, card: ToolCard, now: float) -> None:
         """Update to ``card`` at time ``now`` (skipped when nothing visible changed)."""
@@ -261,8 +293,10 @@ class ToolPanel(VerticalScroll, can_focus=True):
                 self.mount(self._hidden, before=0)
         if new:
             self.mount_all(new)
-            if follow:
-                self.call_after_refresh(self.scroll_end, animate=False)
+        if follow:
+            # Also when no card is new: a card that grew (a result, a local reply) must
+            # not push the newest one out of view.
+            self.call_after_refresh(self.scroll_end, animate=False)
 
     def _ids(self) -> list[str]:
         return list(self._cards)
