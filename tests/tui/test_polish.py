@@ -18,6 +18,7 @@ from fishtalk.tui.screens.ended import EndedScreen
 from fishtalk.tui.screens.help import help_table
 from fishtalk.tui.widgets.meters import NO_AUDIO, LevelMeters
 from fishtalk.tui.widgets.tools import ToolPanel
+from fishtalk.tui.widgets.transcript import Transcript
 
 from .helpers import (
     agent_says,
@@ -231,3 +232,13 @@ async def test_tool_panel_keeps_the_newest_card_in_view_when_a_card_grows() -> N
         newest = panel.view("c1")
         assert newest is not None
         assert newest.region.bottom <= panel.region.bottom
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_empty_transcript_hint_is_not_clipped(size: tuple[int, int]) -> None:
+    session = ScriptedSession()
+    app = make_app(session)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        transcript = app.query_one(Transcript)
+        assert transcript.render_line(0).text.strip() == "Nothing said yet. Type below, or speak."

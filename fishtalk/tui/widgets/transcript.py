@@ -263,7 +263,7 @@ class Transcript(TranscriptView[Segment]):
         super().__init__(
             lambda seg: render_segment(seg, ended=self._ended),
             max_items=max_items,
-            empty_text=Text("Say something, or type below and press Enter.", style="dim"),
+            empty_text=Text("Nothing said yet. Type below, or speak.", style="dim"),
             id=id,
         )
 
