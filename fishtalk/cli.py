@@ -371,7 +371,16 @@ def tools_run(
 # >>> commands added by other helpers start here
 
 
-@app.command("demo")
+@app.command(
+    "demo",
+    help=(
+        "Talk to a simulated agent running on this machine (no account needed).\n\n"
+        "The built-in demo is a one-minute tour of what a Fish agent can send a client "
+        "(speech and transcripts, tool calls, client tools, states, errors, a dropped "
+        "connection), then free conversation. Type at any time; F1 lists the keys, Ctrl+X "
+        "hangs up."
+    ),
+)
 def demo(
     scenario: Annotated[
         str,
@@ -390,6 +399,13 @@ def demo(
 
 @app.command(
     "chat",
+    help=(
+        "Talk to an agent: the full-screen TUI on a terminal, line mode otherwise.\n\n"
+        "In the TUI, F1 lists the keys (Ctrl+X hangs up; Ctrl+C hangs up and exits with "
+        "130). In line mode (--plain, or when piped) each input line is a typed turn; /help "
+        "lists the commands (/interrupt, /hangup, /mute, /unmute, /spoken on|off); end of "
+        "input hangs up once the agent has answered."
+    ),
     epilog=(
         "Exit codes: 0 the call ended normally (you or the agent hung up, the conversation "
         "timed out, or it was escalated); 2 bad flags or config; 3 refused (401/402/403); "
@@ -420,9 +436,7 @@ def chat(
         typer.Option("--plain", help="Line-oriented output (automatic when stdout is no TTY)."),
     ] = False,
 ) -> None:
-    """Talk to an agent. Each input line is a typed turn; /help lists the commands
-    (/interrupt, /hangup, /mute, /unmute, /spoken on|off); end of input hangs up once the
-    agent has answered."""
+    """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
     settings = load(
         {
             "session.agent_id": agent,
@@ -448,7 +462,13 @@ sim_app = typer.Typer(help="The offline stand-in for Fish: LiveKit server + simu
 app.add_typer(sim_app, name="sim")
 
 
-@sim_app.command("serve")
+@sim_app.command(
+    "serve",
+    help=(
+        "Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it.\n\n"
+        "WebRTC needs a non-loopback network interface; any normal machine has one."
+    ),
+)
 def sim_serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (0 picks a free one).")] = 7880,
@@ -457,8 +477,7 @@ def sim_serve(
         typer.Option("--scenario", help="Scenario TOML file, or a built-in: demo, converse."),
     ] = None,
 ) -> None:
-    """Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it.
-    (WebRTC needs a non-loopback network interface; any normal machine has one.)"""
+    """Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it."""
     from fishtalk.sim.cli import serve
 
     raise typer.Exit(serve(host=host, port=port, scenario=scenario))

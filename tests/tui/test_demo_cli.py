@@ -75,6 +75,48 @@ def test_demo_scenario_option_is_documented() -> None:
     assert "converse" in proc.stdout
 
 
+def _help(*args: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "fishtalk", *args, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "COLUMNS": "240", "NO_COLOR": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _paragraphs_on_one_line(text: str, *sentences: str) -> None:
+    lines = [" ".join(line.strip(" │").split()) for line in text.splitlines()]
+    for sentence in sentences:
+        assert any(sentence in line for line in lines), (sentence, text)
+
+
+def test_help_texts_flow_as_paragraphs_not_hard_broken_lines() -> None:
+    """On a wide terminal every help paragraph is one line: no break mid-sentence."""
+    _paragraphs_on_one_line(
+        _help("chat"),
+        "Talk to an agent: the full-screen TUI on a terminal, line mode otherwise.",
+        "each input line is a typed turn; /help lists the commands (/interrupt, /hangup, /mute,",
+        "Ctrl+C hangs up and exits with 130",
+    )
+    _paragraphs_on_one_line(
+        _help("demo"),
+        "a client (speech and transcripts, tool calls, client tools, states, errors, a dropped",
+    )
+    _paragraphs_on_one_line(
+        _help(),
+        "chat Talk to an agent: the full-screen TUI on a terminal, line mode otherwise.",
+        "demo Talk to a simulated agent running on this machine (no account needed).",
+    )
+    _paragraphs_on_one_line(
+        _help("sim"),
+        "serve Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it.",
+    )
+
+
 def test_demo_with_a_bad_scenario_file_says_so_in_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "nope.toml"
     proc = _demo("--scenario", str(missing))
