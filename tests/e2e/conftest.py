@@ -28,7 +28,7 @@ from fishtalk.session import EndResult, Session
 from fishtalk.sim.endpoint import AGENT_IDENTITY, DEFAULT_DEV_KEY, SessionEndpoint, SimSession
 from fishtalk.sim.server import SimServer
 
-WAIT = 10.0
+WAIT = 20.0
 """Default bound for every wait in these tests (seconds)."""
 
 
