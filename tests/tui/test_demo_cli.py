@@ -208,14 +208,18 @@ def test_demo_in_a_terminal(tmux: Tmux) -> None:
     tmux.run("send-keys", "-t", "main", "-l", "hello from tmux")
     tmux.run("send-keys", "-t", "main", "Enter")
     tmux.wait_for("you ⌨ hello from tmux", within=10)
-    # The tour answers typed turns once it has shown everything (about a minute).
+    # The tour answers a typed turn between two of its steps, not after the whole tour.
     screen = tmux.wait_for("You said: hello from tmux", within=150)
+    assert "That's the tour" not in screen
     assert "lookup_weather" in screen or "notify" in screen or "tools" in screen
     tmux.run("send-keys", "-t", "main", "C-x")
     ended = tmux.wait_for("Session ended", within=30)
     assert "You hung up." in ended
     tmux.run("send-keys", "-t", "main", "q")
-    tmux.wait_for("FISHTALK-EXIT=0", within=30)
+    after = tmux.wait_for("FISHTALK-EXIT=0", within=30)
+    # The full screen is gone; one line in the terminal says how the call went.
+    assert "fishtalk: call ended — you hung up · " in after
+    assert "turns · " in after
 
 
 _GREETER = parse_scenario(
@@ -250,6 +254,26 @@ async def test_chat_opens_the_tui_on_a_terminal(tmux: Tmux) -> None:
         await asyncio.to_thread(tmux.wait_for, "You said: ping", 60)
         await asyncio.to_thread(tmux.run, "send-keys", "-t", "main", "C-q")
         await asyncio.to_thread(tmux.wait_for, "FISHTALK-EXIT=0", 30)
+
+
+@pytest.mark.webrtc
+@pytest.mark.timeout(180)
+async def test_ctrl_c_in_the_tui_hangs_up_and_exits_130(tmux: Tmux) -> None:
+    async with run_sim(scenarios={"greeter": _GREETER}) as sim:
+        command = (
+            f"env -u FISHTALK_CONFIG XDG_CONFIG_HOME=/nonexistent-fishtalk-test "
+            f"FISH_API_KEY={shlex.quote(sim.dev_key)} {shlex.quote(sys.executable)} -m fishtalk "
+            f"chat --agent greeter --api-url {shlex.quote(sim.api_url)} --text-only; "
+            "echo FISHTALK-EXIT=$?; sleep 60"
+        )
+        await asyncio.to_thread(
+            tmux.run, "new-session", "-d", "-x", "80", "-y", "24", "-s", "main", command
+        )
+        await asyncio.to_thread(tmux.wait_for, "agent ▸ Hello from the sim.", 60)
+        await asyncio.to_thread(tmux.run, "send-keys", "-t", "main", "C-c")
+        after = await asyncio.to_thread(tmux.wait_for, "FISHTALK-EXIT=130", 30)
+        assert "fishtalk: interrupted; hung up · " in after
+        assert "Traceback" not in after
 
 
 @pytest.mark.timeout(120)
