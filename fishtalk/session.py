@@ -106,14 +106,13 @@ StateListener = Callable[[conv.State], None]
 
 def _error_code(exc: errors.FishtalkError) -> str:
     """The web SDK's error code for a failure before connecting."""
-    name = type(exc).__name__
-    if name == "SessionExpiredError":
+    if isinstance(exc, errors.SessionExpiredError):
         return conv.END_SESSION_EXPIRED
-    if name == "UnsupportedTransportError":
+    if isinstance(exc, errors.UnsupportedTransportError):
         return "unsupported_transport"
-    if name == "AgentNotPublicError":
+    if isinstance(exc, errors.AgentNotPublicError):
         return "agent_not_public"
-    if name == "OriginForbiddenError":
+    if isinstance(exc, errors.OriginForbiddenError):
         return "origin_forbidden"
     return "session_request_failed"
 
