@@ -21,6 +21,7 @@ from fishtalk.tui.widgets.tools import ToolPanel
 from fishtalk.tui.widgets.transcript import Transcript
 
 from .helpers import (
+    FakeDevices,
     agent_says,
     client_call,
     connected,
@@ -50,8 +51,25 @@ async def test_no_audio_notice_stays_on_one_line(size: tuple[int, int]) -> None:
         meters = app.query_one(LevelMeters)
         width, height = meters.size
         lines = [strip.text for strip in meters.render_lines(Region(0, 0, width, height))]
-        assert lines[0].strip() == NO_AUDIO
-        assert all(not line.strip() for line in lines[1:])
+        assert lines == [NO_AUDIO.ljust(width)]  # one row, and the row below goes back
+
+
+async def test_real_devices_get_two_meter_rows() -> None:
+    session = ScriptedSession(audio=FakeDevices())
+    app = make_app(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        session.feed(*connected())
+        await drawn(pilot, session)
+        meters = app.query_one(LevelMeters)
+        assert meters.size.height == 2
+        transcript_height = app.query_one(Transcript).size.height
+    session = ScriptedSession()
+    app = make_app(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        session.feed(*connected())
+        await drawn(pilot, session)
+        assert app.query_one(LevelMeters).size.height == 1
+        assert app.query_one(Transcript).size.height == transcript_height + 1
 
 
 async def _until_exit(pilot: Pilot[int]) -> None:

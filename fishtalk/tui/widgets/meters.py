@@ -46,6 +46,10 @@ class LevelMeters(Widget):
     """False when the session has no audio devices (text-only)."""
     muted: reactive[bool] = reactive(False)
 
+    def watch_audio(self, audio: bool) -> None:
+        """Two rows for two meters; the one-line notice gives the other row back."""
+        self.styles.height = 2 if audio else 1
+
     def render(self) -> Text:
         """Draw both meters to fit the current width."""
         if not self.audio:
