@@ -47,6 +47,11 @@ QUIT_GRACE = 5.0
 
 _T = TypeVar("_T")
 
+_CALL_ACTIONS = frozenset(
+    {"interrupt", "toggle_mute", "toggle_spoken", "hangup", "help", "cycle_focus"}
+)
+"""Actions that only mean something while the call is on."""
+
 
 class FishtalkApp(App[int]):
     """The chat screen for one session; the app's result and return code are the exit code."""
@@ -251,6 +256,7 @@ class FishtalkApp(App[int]):
         if self._finished is not None:
             return
         self._finished = message
+        self.refresh_bindings()
         self._draw(self.session.state)
         summary = Summary.from_state(
             self.session.state,
@@ -271,6 +277,11 @@ class FishtalkApp(App[int]):
             EndedScreen(summary, linger=self._ended_linger),
             callback=lambda _: self.exit(message.exit_code, return_code=message.exit_code),
         )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Once the call is over, its keys go (the footer then shows how to leave)."""
+        del parameters
+        return self._finished is None or action not in _CALL_ACTIONS
 
     @property
     def finished(self) -> SessionFinished | None:

@@ -8,10 +8,12 @@ import io
 import pytest
 from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.widgets import Footer
 
 from fishtalk import conversation as c
 from fishtalk.errors import EXIT_INTERRUPTED, FishtalkError
 from fishtalk.protocol import UserHangup
+from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.driver import ScriptedEnd, ScriptedSession
 from fishtalk.tui.run import report_end
 from fishtalk.tui.screens.ended import EndedScreen
@@ -260,3 +262,28 @@ async def test_the_empty_transcript_hint_is_not_clipped(size: tuple[int, int]) -
         await pilot.pause()
         transcript = app.query_one(Transcript)
         assert transcript.render_line(0).text.strip() == "Nothing said yet. Type below, or speak."
+
+
+def _footer_actions(app: FishtalkApp) -> list[str]:
+    footer = app.screen_stack[0].query_one(Footer)
+    return [str(getattr(key, "action", "")) for key in footer.query("FooterKey")]
+
+
+async def test_once_the_call_ended_the_footer_only_offers_to_leave() -> None:
+    session = ScriptedSession()
+    app = make_app(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        session.feed(*connected())
+        await drawn(pilot, session)
+        assert {"hangup", "toggle_mute", "interrupt", "quit"} <= set(_footer_actions(app))
+        session.feed(c.Hangup(5.0))
+        for _ in range(100):
+            if isinstance(app.screen, EndedScreen):
+                break
+            await pilot.pause(0.01)
+        await pilot.pause(0.05)
+        assert _footer_actions(app) == ["quit"]
+        assert app.check_action("hangup", ()) is False
+        await pilot.press("ctrl+x")  # no second hang-up: the key now just leaves
+        await _until_exit(pilot)
+    assert session.commands.count("hangup") == 0  # the scripted end was not ours
