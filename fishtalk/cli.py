@@ -371,6 +371,43 @@ def tools_run(
 # >>> commands added by other helpers start here
 
 
+InputDeviceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--input-device",
+        metavar="DEV",
+        help="Microphone: an index or part of a name from `fishtalk devices` "
+        "(audio.input_device). A name that matches nothing stops with the choices (exit 2).",
+    ),
+]
+OutputDeviceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--output-device",
+        metavar="DEV",
+        help="Speaker: an index or part of a name from `fishtalk devices` (audio.output_device).",
+    ),
+]
+NoAudioOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-audio",
+        help="No microphone or speaker (audio.enabled = false); replies still show as text.",
+    ),
+]
+
+
+def _audio_overrides(
+    input_device: str | None, output_device: str | None, no_audio: bool
+) -> dict[str, Any]:
+    """Dotted config overrides for the audio flags (unset flags leave the config alone)."""
+    return {
+        "audio.input_device": input_device,
+        "audio.output_device": output_device,
+        "audio.enabled": False if no_audio else None,
+    }
+
+
 @app.command(
     "demo",
     help=(
@@ -390,11 +427,24 @@ def demo(
             help="What the simulated agent plays: a built-in (demo, converse) or a TOML file.",
         ),
     ] = "demo",
+    input_device: InputDeviceOption = None,
+    output_device: OutputDeviceOption = None,
+    no_audio: NoAudioOption = False,
 ) -> None:
     """Talk to a simulated agent running on this machine (no account needed)."""
+    from fishtalk.audio.preflight import check_named_devices
+
+    audio = _audio_overrides(input_device, output_device, no_audio)
+    check_named_devices(load(audio))  # a device that matches nothing: exit 2 before the sim
+
+    def load_with_audio(overrides: dict[str, Any]) -> "Settings":
+        return load({**overrides, **audio})
+
+    from fishtalk.plain import exit_process
     from fishtalk.tui.run import run_demo
 
-    raise typer.Exit(run_demo(load, scenario=scenario))
+    # Leave without finalization, as chat does: the SDK's native threads outlive the call.
+    exit_process(run_demo(load_with_audio, scenario=scenario))
 
 
 @app.command(
@@ -429,8 +479,16 @@ def chat(
         str | None, typer.Option("--origin", help="Origin header for a public agent.")
     ] = None,
     text_only: Annotated[
-        bool, typer.Option("--text-only", help="No microphone or speaker; text replies.")
+        bool,
+        typer.Option(
+            "--text-only",
+            help="No microphone or speaker, and typed turns ask for text replies "
+            "(session.text_only; --no-audio plus text replies).",
+        ),
     ] = False,
+    input_device: InputDeviceOption = None,
+    output_device: OutputDeviceOption = None,
+    no_audio: NoAudioOption = False,
     plain: Annotated[
         bool,
         typer.Option("--plain", help="Line-oriented output (automatic when stdout is no TTY)."),
@@ -445,16 +503,20 @@ def chat(
             "api.origin": origin,
             "session.text_only": True if text_only else None,
             "ui.plain": True if plain else None,
+            **_audio_overrides(input_device, output_device, no_audio),
         }
     )
     _require_agent(settings)
     run_async(session_client(settings).aclose())  # same key / public-origin checks as above
+    from fishtalk.audio.preflight import check_named_devices
+
+    check_named_devices(settings)  # a device that matches nothing: exit 2 before connecting
+    from fishtalk.plain import exit_process, run_plain
     from fishtalk.tui.run import run_tui, wants_tui
 
+    # Both front ends leave without finalization (see exit_process).
     if wants_tui(settings.ui.plain):
-        raise typer.Exit(run_tui(settings))
-    from fishtalk.plain import exit_process, run_plain
-
+        exit_process(run_tui(settings))
     exit_process(run_plain(settings, debug=_state.debug))
 
 

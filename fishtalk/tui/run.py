@@ -143,7 +143,13 @@ def run_tui(settings: Settings, *, title: str = "") -> int:
         keymap=settings.ui.keys,
     )
     link.app = app
-    app.run()
+    from fishtalk.native_stderr import stderr_to_log
+
+    # C libraries (PortAudio, ALSA, WebRTC) write to fd 2 on device trouble; on the drawn
+    # screen that is garbage, so it goes to a log while the app runs (report_end's line
+    # below reaches the real stderr again).
+    with stderr_to_log("tui"):
+        app.run()
     code = app.return_code
     report_end(app)
     return code if code is not None else EXIT_CONNECTION

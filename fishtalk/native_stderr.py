@@ -1,0 +1,82 @@
+"""Keep C libraries' stderr chatter off a full-screen terminal UI.
+
+PortAudio, ALSA and the WebRTC stack write diagnostics straight to file descriptor 2 (a
+device that vanished, a failed reconnect to a sound server). While the TUI owns the
+terminal such lines would land in the middle of the drawn screen, so :func:`stderr_to_log`
+points fd 2 at a log file for the duration and puts it back afterwards, so the
+one-line summary and error messages printed after the app exits reach the real stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+from fishtalk import paths
+
+STDERR_FD = 2
+
+
+def native_log_path(name: str = "tui") -> Path:
+    """The file that receives fd 2 while the TUI runs (``<log_dir>/<name>-stderr.log``)."""
+    return paths.log_dir() / f"{name}-stderr.log"
+
+
+def _flush_all() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.flush()
+
+
+@contextlib.contextmanager
+def stderr_to_log(name: str = "tui") -> Iterator[Path | None]:
+    """Send everything written to fd 2 into :func:`native_log_path` until the block ends.
+
+    ``sys.__stderr__`` is swapped for a stream on a duplicate of the original fd 2 for the
+    duration: Textual draws its screen on ``sys.__stderr__``, and it must keep reaching the
+    terminal while the C libraries' writes go to the log. Yields the log's path, or None
+    when no log could be opened (then nothing is redirected).
+    """
+    path = native_log_path(name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError:
+        yield None
+        return
+    _flush_all()
+    try:
+        saved_fd = os.dup(STDERR_FD)
+    except OSError:  # no fd 2 at all (a daemon): nothing would reach a terminal anyway
+        os.close(log_fd)
+        yield None
+        return
+    original: TextIO | None = sys.__stderr__
+    terminal = open(  # noqa: SIM115 - closed in the finally below, after fd 2 is back
+        saved_fd,
+        "w",
+        encoding=getattr(original, "encoding", None) or "utf-8",
+        errors=getattr(original, "errors", None) or "strict",
+        closefd=False,
+    )
+    os.dup2(log_fd, STDERR_FD)
+    os.close(log_fd)
+    # typeshed marks sys.__stderr__ Final; replacing it is exactly what this block is for.
+    vars(sys)["__stderr__"] = terminal
+    try:
+        yield path
+    finally:
+        _flush_all()
+        vars(sys)["__stderr__"] = original
+        with contextlib.suppress(Exception):
+            terminal.close()
+        os.dup2(saved_fd, STDERR_FD)
+        os.close(saved_fd)
+
+
+__all__ = ["STDERR_FD", "native_log_path", "stderr_to_log"]
