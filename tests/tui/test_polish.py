@@ -8,7 +8,7 @@ import io
 import pytest
 from textual.geometry import Region
 from textual.pilot import Pilot
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 
 from fishtalk import conversation as c
 from fishtalk.errors import EXIT_INTERRUPTED, FishtalkError
@@ -287,3 +287,19 @@ async def test_once_the_call_ended_the_footer_only_offers_to_leave() -> None:
         await pilot.press("ctrl+x")  # no second hang-up: the key now just leaves
         await _until_exit(pilot)
     assert session.commands.count("hangup") == 0  # the scripted end was not ours
+
+
+async def test_the_ended_screen_says_it_leaves_by_itself() -> None:
+    session = ScriptedSession()
+    app = make_app(session, ended_linger=30.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        session.feed(*connected(), c.Hangup(5.0))
+        for _ in range(100):
+            if isinstance(app.screen, EndedScreen):
+                break
+            await pilot.pause(0.01)
+        assert isinstance(app.screen, EndedScreen)
+        hint = app.screen.query_one("#ended-hint", Static)
+        assert str(hint.render()) == "Leaving in 30 s; any key leaves now."
+        await pilot.press("space")
+        await _until_exit(pilot)

@@ -118,6 +118,8 @@ class EndedScreen(ModalScreen[None]):
             yield Static(Text(clean(s.reason_text)), id="ended-reason")
             yield Static(table, id="ended-table")
             hint = "Press any key to exit."
+            if self._linger is not None:
+                hint = f"Leaving in {self._linger:g} s; any key leaves now."
             yield Static(Text(hint, style="dim"), id="ended-hint")
 
     def on_mount(self) -> None:
