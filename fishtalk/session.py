@@ -351,7 +351,10 @@ class Session:
         from fishtalk.audio import open_backend
 
         # Falling back to text-only (no devices, no PortAudio) is reported as a notice.
-        return open_backend(settings.audio, notice=self._audio_notice)
+        backend = open_backend(settings.audio, notice=self._audio_notice)
+        if isinstance(backend, NullAudio):
+            self._audio_notice(backend.description)
+        return backend
 
     def _audio_notice(self, text: str) -> None:
         self._call_soon(lambda: self._feed(conv.AddNotice(text=text, at=self._clock())))

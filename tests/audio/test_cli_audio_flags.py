@@ -215,3 +215,56 @@ async def test_name_substrings_pick_the_devices_the_call_uses(
                 await proc.wait()
         assert proc.returncode == 0, err.decode()
         assert out.decode().splitlines()[-1] == "* You hung up."
+
+
+async def _plain_chat(env: dict[str, str], api_url: str, *args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "fishtalk",
+        "chat",
+        "--agent",
+        "quiet",
+        "--api-url",
+        api_url,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(b"hello\n"), 60)
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.webrtc
+async def test_without_devices_the_chat_is_text_only_with_one_line_why(tmp_path: Path) -> None:
+    """No sound server (so no devices) and no device named: one notice, then a full chat
+    by text. With --no-audio a stale device name does not matter either."""
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    async with run_sim(scenarios={"quiet": _QUIET}) as sim:
+        env = _env(tmp_path, FISH_API_KEY=sim.dev_key)
+        for name in [n for n in env if n.startswith(("PULSE_", "ALSA_"))]:
+            del env[name]
+        env["PULSE_SERVER"] = f"unix:{runtime}/nowhere"
+        env["XDG_RUNTIME_DIR"] = str(runtime)
+        code, out, err = await _plain_chat(env, sim.api_url)
+        assert code == 0, err
+        lines = out.splitlines()
+        notice = "* text-only: no audio devices found"
+        assert lines.count(notice) == 1, out
+        assert lines.index(notice) < lines.index("* connected")  # said before the call
+        assert any(line.startswith("agent: You said: hello") for line in lines), out
+        assert lines[-1] == "* You hung up."
+
+        code, out, err = await _plain_chat(env, sim.api_url, "--no-audio", "--input-device", "x")
+        assert code == 0, err
+        assert any(line.startswith("agent: You said: hello") for line in out.splitlines()), out
