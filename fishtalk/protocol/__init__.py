@@ -16,7 +16,7 @@ import json
 import math
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pydantic.alias_generators import to_camel
 
 PROTOCOL_VERSION: Final = "0.1.0"
@@ -214,7 +214,13 @@ ClientEvent: TypeAlias = Annotated[
     UserMessage | UserActivity | UserInterrupt | UserHangup | ClientToolResult,
     Field(discriminator="type"),
 ]
-_CLIENT_EVENT_ADAPTER: Final[TypeAdapter[ClientEvent]] = TypeAdapter(ClientEvent)
+_CLIENT_EVENT_TYPES: Final[dict[str, type[_Message]]] = {
+    "user.message": UserMessage,
+    "user.activity": UserActivity,
+    "user.interrupt": UserInterrupt,
+    "user.hangup": UserHangup,
+    "client_tool.result": ClientToolResult,
+}
 
 
 # --- codec ----------------------------------------------------------------------------
@@ -274,24 +280,33 @@ def _describe(exc: ValidationError) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def _split(payload: bytes | str) -> tuple[str, dict[str, Any]]:
+    """The ``type`` and the object of one JSON message."""
+    obj = _load_object(payload)
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        raise ProtocolError("missing or non-string 'type'")
+    return kind, obj
+
+
+def _validate(model: type[_Message], kind: str, obj: dict[str, Any]) -> _Message:
+    try:
+        return model.model_validate(obj, by_alias=True, by_name=False)
+    except (ValidationError, RecursionError) as exc:
+        detail = _describe(exc) if isinstance(exc, ValidationError) else "too deeply nested"
+        raise ProtocolError(f"invalid {kind!r} event: {detail}") from None
+
+
 def decode_agent_event(payload: bytes | str) -> AgentEvent:
     """Decode one ``agent-event`` data packet.
 
     Unknown ``type`` -> :class:`UnknownAgentEvent`; anything invalid -> :class:`ProtocolError`.
     """
-    obj = _load_object(payload)
-    kind = obj.get("type")
-    if not isinstance(kind, str):
-        raise ProtocolError("missing or non-string 'type'")
+    kind, obj = _split(payload)
     model = _AGENT_EVENT_TYPES.get(kind)
     if model is None:
         return UnknownAgentEvent(type=kind, raw=obj)
-    try:
-        event = model.model_validate(obj, by_alias=True, by_name=False)
-    except (ValidationError, RecursionError) as exc:
-        detail = _describe(exc) if isinstance(exc, ValidationError) else "too deeply nested"
-        raise ProtocolError(f"invalid {kind!r} event: {detail}") from None
-    return event  # type: ignore[return-value]  # model is one of the AgentEvent arms
+    return _validate(model, kind, obj)  # type: ignore[return-value]  # an AgentEvent arm
 
 
 def decode_client_event(payload: bytes | str) -> ClientEvent | None:
@@ -300,19 +315,11 @@ def decode_client_event(payload: bytes | str) -> ClientEvent | None:
     Returns None for an unknown ``type`` (the agent ignores those); raises
     :class:`ProtocolError` for anything malformed.
     """
-    obj = _load_object(payload)
-    kind = obj.get("type")
-    if not isinstance(kind, str):
-        raise ProtocolError("missing or non-string 'type'")
-    if kind not in {"user.message", "user.activity", "user.interrupt", "user.hangup"} | {
-        "client_tool.result"
-    }:
+    kind, obj = _split(payload)
+    model = _CLIENT_EVENT_TYPES.get(kind)
+    if model is None:
         return None
-    try:
-        return _CLIENT_EVENT_ADAPTER.validate_python(obj, by_alias=True, by_name=False)
-    except (ValidationError, RecursionError) as exc:
-        detail = _describe(exc) if isinstance(exc, ValidationError) else "too deeply nested"
-        raise ProtocolError(f"invalid {kind!r} event: {detail}") from None
+    return _validate(model, kind, obj)  # type: ignore[return-value]  # a ClientEvent arm
 
 
 def _to_bytes(data: object) -> bytes:
