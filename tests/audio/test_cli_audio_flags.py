@@ -268,3 +268,30 @@ async def test_without_devices_the_chat_is_text_only_with_one_line_why(tmp_path:
         code, out, err = await _plain_chat(env, sim.api_url, "--no-audio", "--input-device", "x")
         assert code == 0, err
         assert any(line.startswith("agent: You said: hello") for line in out.splitlines()), out
+
+
+@pytest.mark.webrtc
+@pytest.mark.parametrize(
+    "flags",
+    [("--input-device", "fishtalk_mic", "--output-device", "Fishtalk_Speaker"), ("--no-audio",)],
+    ids=["devices", "no-audio"],
+)
+def test_piped_demo_takes_the_audio_flags_and_exits_cleanly(
+    vaudio: VirtualAudio, tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    """The demo through a pipe (line mode): the reply, the last line flushed before the
+    process leaves without finalization, exit 0."""
+    done = subprocess.run(
+        [sys.executable, "-m", "fishtalk", "demo", "--scenario", "converse", *flags],
+        input="hello\n",
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+        env=_env(tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("agent: You said: hello") for line in lines), done.stdout
+    assert lines[-1] == "* You hung up."
+    assert "Traceback" not in done.stderr
