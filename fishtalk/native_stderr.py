@@ -19,6 +19,8 @@ from typing import TextIO
 from fishtalk import paths
 
 STDERR_FD = 2
+MAX_LOG_BYTES = 1_000_000
+"""A log already this big is started afresh, so it cannot grow without bound."""
 
 
 def native_log_path(name: str = "tui") -> Path:
@@ -45,7 +47,11 @@ def stderr_to_log(name: str = "tui") -> Iterator[Path | None]:
     path = native_log_path(name)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        log_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        with contextlib.suppress(OSError):
+            if path.stat().st_size >= MAX_LOG_BYTES:
+                flags |= os.O_TRUNC
+        log_fd = os.open(path, flags, 0o600)
     except OSError:
         yield None
         return
@@ -79,4 +85,4 @@ def stderr_to_log(name: str = "tui") -> Iterator[Path | None]:
         os.close(saved_fd)
 
 
-__all__ = ["STDERR_FD", "native_log_path", "stderr_to_log"]
+__all__ = ["MAX_LOG_BYTES", "STDERR_FD", "native_log_path", "stderr_to_log"]

@@ -77,3 +77,13 @@ def test_an_unwritable_log_dir_redirects_nothing(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "None"
     assert "native chatter" in done.stderr
+
+
+def test_a_big_log_starts_afresh(tmp_path: Path) -> None:
+    from fishtalk.native_stderr import MAX_LOG_BYTES
+
+    done, _ = _run(tmp_path)
+    log = Path(done.stdout.strip())
+    log.write_bytes(b"x" * MAX_LOG_BYTES)
+    _run(tmp_path)
+    assert log.read_text("utf-8") == "ALSA lib pcm.c: native chatter\n"
