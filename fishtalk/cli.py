@@ -482,8 +482,7 @@ def chat(
         bool,
         typer.Option(
             "--text-only",
-            help="No microphone or speaker, and typed turns ask for text replies "
-            "(session.text_only; --no-audio plus text replies).",
+            help="Like --no-audio, and typed turns ask for text replies (session.text_only).",
         ),
     ] = False,
     input_device: InputDeviceOption = None,

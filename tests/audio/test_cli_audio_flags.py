@@ -108,7 +108,7 @@ def test_help_documents_the_audio_flags(tmp_path: Path) -> None:
             assert flag in done.stdout, (command, flag)
         assert "audio.enabled = false" in done.stdout
     done = _fishtalk(tmp_path, "chat", "--help", COLUMNS="200", NO_COLOR="1")
-    assert "--no-audio plus text replies" in done.stdout
+    assert "Like --no-audio, and typed turns ask for text replies" in done.stdout
 
 
 def test_help_loads_no_sounddevice(tmp_path: Path) -> None:
