@@ -99,24 +99,31 @@ def run_async(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
+# Connection options shared by the commands that talk to the session API.
+AgentOption = Annotated[
+    str | None, typer.Option("--agent", help="Agent id (default: session.agent_id).")
+]
+ApiUrlOption = Annotated[
+    str | None, typer.Option("--api-url", help="API base URL (default: api.url).")
+]
+PublicOption = Annotated[
+    bool | None,
+    typer.Option("--public/--no-public", help="Public agent: no API key, send an Origin."),
+]
+OriginOption = Annotated[
+    str | None, typer.Option("--origin", help="Origin header for a public agent.")
+]
+
+
 # --- session ------------------------------------------------------------------------------
 
 
 @session_app.command("create")
 def session_create(
-    agent: Annotated[
-        str | None, typer.Option("--agent", help="Agent id (default: session.agent_id).")
-    ] = None,
-    api_url: Annotated[
-        str | None, typer.Option("--api-url", help="API base URL (default: api.url).")
-    ] = None,
-    public: Annotated[
-        bool | None,
-        typer.Option("--public/--no-public", help="Public agent: no API key, send an Origin."),
-    ] = None,
-    origin: Annotated[
-        str | None, typer.Option("--origin", help="Origin header for a public agent.")
-    ] = None,
+    agent: AgentOption = None,
+    api_url: ApiUrlOption = None,
+    public: PublicOption = None,
+    origin: OriginOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the grant as JSON.")] = False,
     show_token: Annotated[
         bool, typer.Option("--show-token", help="Print the join token (it is a credential).")
@@ -170,16 +177,9 @@ def session_create(
 @session_app.command("end")
 def session_end(
     session_id: Annotated[str, typer.Argument(help="The session to end.")],
-    api_url: Annotated[
-        str | None, typer.Option("--api-url", help="API base URL (default: api.url).")
-    ] = None,
-    public: Annotated[
-        bool | None,
-        typer.Option("--public/--no-public", help="Public agent: no API key, send an Origin."),
-    ] = None,
-    origin: Annotated[
-        str | None, typer.Option("--origin", help="Origin header for a public agent.")
-    ] = None,
+    api_url: ApiUrlOption = None,
+    public: PublicOption = None,
+    origin: OriginOption = None,
 ) -> None:
     """End a session by id."""
     settings = load({"api.url": api_url, "api.public": public, "api.origin": origin})
@@ -465,19 +465,10 @@ def demo(
     ),
 )
 def chat(
-    agent: Annotated[
-        str | None, typer.Option("--agent", help="Agent id (default: session.agent_id).")
-    ] = None,
-    api_url: Annotated[
-        str | None, typer.Option("--api-url", help="API base URL (default: api.url).")
-    ] = None,
-    public: Annotated[
-        bool | None,
-        typer.Option("--public/--no-public", help="Public agent: no API key, send an Origin."),
-    ] = None,
-    origin: Annotated[
-        str | None, typer.Option("--origin", help="Origin header for a public agent.")
-    ] = None,
+    agent: AgentOption = None,
+    api_url: ApiUrlOption = None,
+    public: PublicOption = None,
+    origin: OriginOption = None,
     text_only: Annotated[
         bool,
         typer.Option(
