@@ -263,7 +263,7 @@ class Scenario(_Model):
     then: Literal["converse", "listen", "end"] = "converse"
 
 
-BUILTIN: Final = ("demo", "converse")
+BUILTIN: Final = ("demo", "converse", "tools")
 """Names of the scenarios shipped in ``fishtalk/sim/scenarios``."""
 
 
@@ -297,7 +297,7 @@ def builtin_scenario(name: str) -> Scenario:
 
 
 def load_scenario(path_or_name: str | Path) -> Scenario:
-    """A scenario from a file path, or a built-in one by name (``demo``, ``converse``)."""
+    """A scenario from a file path, or a built-in one by name (see :data:`BUILTIN`)."""
     if isinstance(path_or_name, str) and path_or_name in BUILTIN:
         return builtin_scenario(path_or_name)
     path = Path(path_or_name)

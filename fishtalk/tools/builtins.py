@@ -28,14 +28,14 @@ from urllib.parse import urlsplit
 from pydantic import JsonValue
 
 from fishtalk.tools.approval import ApproveMode, in_daemon_thread, printable, require_approval
-from fishtalk.tools.registry import ToolContext
+from fishtalk.tools.registry import ToolContext, ToolError
 
 MAX_CLIPBOARD_BYTES: Final = 74_000
 """OSC 52 payloads beyond ~100 KB of base64 are dropped by many terminals."""
 MAX_URL_CHARS: Final = 4096
 
 
-class BuiltinToolError(Exception):
+class BuiltinToolError(ToolError):
     """A built-in tool refused bad params or could not act."""
 
 
@@ -86,7 +86,9 @@ def _string_param(params: Mapping[str, JsonValue], key: str, *, required: bool) 
 
 def _write_tty(options: BuiltinOptions, data: bytes) -> None:
     try:
-        fd = os.open(options.tty_path, os.O_WRONLY | os.O_NOCTTY)
+        # O_APPEND: no effect on a terminal, but a file standing in for one (a log, a
+        # test) keeps every write instead of each overwriting the first bytes.
+        fd = os.open(options.tty_path, os.O_WRONLY | os.O_NOCTTY | os.O_APPEND)
     except OSError as exc:
         raise BuiltinToolError(f"no terminal to write to ({exc.strerror or exc})") from None
     try:

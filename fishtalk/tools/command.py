@@ -36,7 +36,7 @@ from typing import Any, Final
 from pydantic import JsonValue
 
 from fishtalk.tools.approval import ApproveMode, require_approval
-from fishtalk.tools.registry import ToolContext
+from fishtalk.tools.registry import ToolContext, ToolError
 from fishtalk.tools.runner import MAX_RESULT_BYTES
 
 MAX_OUTPUT_BYTES: Final = MAX_RESULT_BYTES
@@ -65,7 +65,7 @@ NEVER_PASSED: Final = frozenset({"FISH_API_KEY", "FISHTALK_API__API_KEY"})
 """Never given to a tool, whatever the allowlist says."""
 
 
-class CommandToolError(Exception):
+class CommandToolError(ToolError):
     """A command tool failed: could not start, exited non-zero, or flooded its output."""
 
 

@@ -58,6 +58,11 @@ class ToolDeclined(Exception):
     """Raised by a handler when the user declined the call (outcome ``declined``)."""
 
 
+class ToolError(Exception):
+    """A tool failure whose message is written for the agent: the error result carries
+    the message alone (other exceptions are prefixed with their class name)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RegisteredTool:
     """One registry entry."""

@@ -27,11 +27,12 @@ from typing import Final, Literal, TypeAlias
 from pydantic import JsonValue, ValidationError
 
 from fishtalk.conversation import ClientToolFinished
-from fishtalk.protocol import ClientToolCall, ClientToolResult
+from fishtalk.protocol import ClientToolCall, ClientToolResult, ProtocolError, encode_client_event
 from fishtalk.tools.registry import (
     Approver,
     ToolContext,
     ToolDeclined,
+    ToolError,
     ToolHandler,
     ToolRegistry,
     check_timeout,
@@ -210,6 +211,7 @@ class ToolRunner:
     def _failure(
         self, call: ClientToolCall, status: OutcomeStatus, message: str, started: float
     ) -> ToolOutcome:
+        message = _valid_text(message)
         event = (
             ClientToolResult(call_id=call.call_id, result=message, is_error=True)
             if call.expects_response
@@ -232,7 +234,16 @@ class ToolRunner:
         except (TypeError, ValueError, RecursionError) as exc:
             message = f"Client tool {call.tool_name!r} returned a result that is not JSON: {exc}"
             return self._failure(call, "error", message, started)
-        size = len(encoded.encode("utf-8"))
+        try:
+            size = len(encoded.encode("utf-8"))
+        except UnicodeEncodeError:
+            # Lone surrogates (e.g. bytes decoded with errors="surrogateescape"): no JSON
+            # parser on the agent's side accepts them, so the call fails instead of the send.
+            message = (
+                f"Client tool {call.tool_name!r} returned text that is not valid Unicode "
+                "(lone surrogates)"
+            )
+            return self._failure(call, "error", message, started)
         if size > self.max_result_bytes:
             message = (
                 f"Client tool {call.tool_name!r} returned {size} bytes; "
@@ -245,8 +256,12 @@ class ToolRunner:
         if call.expects_response:
             try:
                 event = ClientToolResult(call_id=call.call_id, result=result)
-            except ValidationError as exc:  # defensive: json.loads output is always JSON
-                return self._failure(call, "error", f"invalid result: {exc}", started)
+                # What the session will publish must encode; a result stuck at the send
+                # would leave the agent waiting until its own deadline.
+                encode_client_event(event)
+            except (ValidationError, ProtocolError) as exc:
+                message = f"Client tool {call.tool_name!r} returned an unsendable result: {exc}"
+                return self._failure(call, "error", message, started)
         return ToolOutcome(
             call_id=call.call_id,
             tool_name=call.tool_name,
@@ -314,6 +329,17 @@ def _consume(task: asyncio.Task[object]) -> None:
         task.exception()
 
 
+def _valid_text(text: str) -> str:
+    """``text`` with anything UTF-8 cannot carry (lone surrogates) replaced."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def _describe(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
+    if isinstance(exc, ToolError) and text:
+        return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

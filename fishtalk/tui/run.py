@@ -185,6 +185,32 @@ def report_end(
     stderr.flush()
 
 
+DEMO_BUILTINS: Final = ("get_local_context", "notify")
+"""Built-in tools the demo enables unless the user's config declares that name itself."""
+
+
+def demo_settings(
+    load: Callable[[dict[str, object]], Settings], api_url: str, dev_key: str
+) -> Settings:
+    """The user's settings (config file, environment, flags: keys, audio, declared tools)
+    pointed at the sim, plus the harmless built-ins the tour calls.
+
+    A name the user declared (say their own ``notify`` command) keeps their declaration:
+    forcing ``builtin = true`` onto a command would be a config error.
+    """
+    base: dict[str, object] = {
+        "api.url": api_url,
+        "api.api_key": dev_key,
+        "api.public": False,
+        "session.agent_id": DEMO_AGENT,
+    }
+    settings = load(base)
+    missing = {
+        f"tools.{name}.builtin": True for name in DEMO_BUILTINS if name not in settings.tools
+    }
+    return load({**base, **missing}) if missing else settings
+
+
 def run_demo(
     load: Callable[[dict[str, object]], Settings], *, scenario: str | Path = DEMO_AGENT
 ) -> int:
@@ -212,18 +238,7 @@ def run_demo(
         sys.stderr.write(f"fishtalk: the simulator could not start: {exc}\n")
         return EXIT_CONNECTION
     try:
-        settings = load(
-            {
-                "api.url": info.api_url,
-                "api.api_key": info.dev_key,
-                "api.public": False,
-                "session.agent_id": DEMO_AGENT,
-                # The tour calls these two client tools; both are harmless and need no
-                # approval, so the demo shows them succeeding.
-                "tools.get_local_context.builtin": True,
-                "tools.notify.builtin": True,
-            }
-        )
+        settings = demo_settings(load, info.api_url, info.dev_key)
         if not wants_tui(settings.ui.plain):
             # Piped or --plain in the config: the same tour in line mode.
             from fishtalk.plain import run_plain
@@ -240,7 +255,9 @@ def run_demo(
 
 __all__ = [
     "DEMO_AGENT",
+    "DEMO_BUILTINS",
     "NO_WEBRTC_NETWORK",
+    "demo_settings",
     "has_webrtc_network",
     "report_end",
     "run_demo",
