@@ -20,6 +20,7 @@ from fishtalk.protocol import (
 )
 from fishtalk.sim.scenario import BUILTIN, CallClientTool, load_scenario
 from fishtalk.tools import ToolContext, ToolError, ToolRegistry, ToolRunner
+from fishtalk.tools.build import build_registry
 from fishtalk.tools.builtins import BuiltinOptions, make_builtin
 from fishtalk.tools.command import CommandSpec, CommandTool
 from fishtalk.tui.run import DEMO_BUILTINS, demo_settings
@@ -157,3 +158,15 @@ def test_the_tools_scenario_is_built_in_and_calls_each_tool() -> None:
     assert calls[3].params == {"url": "https://example.com"}
     assert all(c.announce and c.expects_response for c in calls)
     assert scenario.then == "converse"
+
+
+def test_the_readme_tools_scenario_config_builds(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Try it without an account", 1)[1].split("\n### ", 1)[0]
+    assert "fishtalk demo --scenario tools" in section
+    snippet = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    config = tmp_path / "config.toml"
+    config.write_text(snippet, encoding="utf-8")
+    settings = demo_settings(_loader(config), "http://127.0.0.1:1", "k")
+    names = {c.name for c in load_scenario("tools").steps if isinstance(c, CallClientTool)}
+    assert set(build_registry(settings).names()) == names
