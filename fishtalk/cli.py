@@ -424,7 +424,7 @@ def demo(
         typer.Option(
             "--scenario",
             metavar="NAME|FILE",
-            help="What the simulated agent plays: a built-in (demo, converse) or a TOML file.",
+            help="What the simulated agent plays: built-in demo, converse, tools, or a TOML file.",
         ),
     ] = "demo",
     input_device: InputDeviceOption = None,
@@ -526,7 +526,7 @@ def sim_serve(
     port: Annotated[int, typer.Option("--port", help="Port (0 picks a free one).")] = 7880,
     scenario: Annotated[
         str | None,
-        typer.Option("--scenario", help="Scenario TOML file, or a built-in: demo, converse."),
+        typer.Option("--scenario", help="Scenario TOML file, or built-in demo, converse, tools."),
     ] = None,
 ) -> None:
     """Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it."""
