@@ -111,8 +111,10 @@ class _AppLink:
         try:
             return await answer
         finally:
-            # Timed out or cancelled: take the question away again.
-            if not answer.done() and app.screen is screen:
+            # Timed out or cancelled (which cancels ``answer`` too): take the question away.
+            # (Under another screen it stays; a late y/n there is ignored.)
+            unanswered = not answer.done() or answer.cancelled()
+            if unanswered and app.screen is screen:
                 screen.dismiss(False)
 
 

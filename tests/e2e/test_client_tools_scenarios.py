@@ -462,3 +462,61 @@ async def test_tui_approval_modal_runs_or_declines(tmp_path: Path) -> None:
             assert marks.read_text(encoding="utf-8") == "first [b]call[/b]\n"  # n ran nothing
             await pilot.press("ctrl+x")
             await pilot.pause(0.2)
+
+
+UNANSWERED = parse_scenario(
+    """
+    then = "listen"
+    [agent]
+    greeting = ""
+    voice = "tones"
+    idle_seconds = 0
+    [[steps]]
+    do = "client_tool"
+    name = "guarded"
+    params = { note = "nobody answers" }
+    timeout = 60
+    [[steps]]
+    do = "say"
+    text = "Moving on."
+    audio = false
+    """,
+    name="unanswered",
+)
+
+
+async def test_tui_approval_modal_goes_away_when_the_call_times_out(tmp_path: Path) -> None:
+    marks = tmp_path / "ran.txt"
+    record = "import sys; open(sys.argv[1], 'a').write('ran')"
+    tools = {"guarded": {"command": [PY, "-c", record, str(marks)], "approve": "ask", "timeout": 2}}
+    async with run_sim(scenarios={"unanswered": UNANSWERED}) as sim:
+        settings = sim_settings(sim.api_url, sim.dev_key, "unanswered", tools)
+        link = _AppLink()
+        session = Session(settings, tools=_tool_runner(settings, link))
+        app = FishtalkApp(session, title="sim", ended_linger=None)
+        link.app = app
+        async with app.run_test(size=(100, 30)) as pilot:
+            for _ in range(int(WAIT / 0.05)):
+                if isinstance(app.screen, ApprovalScreen):
+                    break
+                await pilot.pause(0.05)
+            else:
+                pytest.fail("no approval modal")
+            for _ in range(int(WAIT / 0.05)):
+                if "Moving on." in agent_lines(session):
+                    break
+                await pilot.pause(0.05)
+            else:
+                pytest.fail(f"the agent never moved on: {agent_lines(session)}")
+            await pilot.pause(0.1)
+            assert not isinstance(app.screen, ApprovalScreen)
+            (card,) = session.state.tools
+            assert card.client is not None
+            assert card.client.status == "timeout"
+            assert any(
+                line.startswith("Your guarded tool failed") and "timed out after 2 s" in line
+                for line in agent_lines(session)
+            ), agent_lines(session)
+            assert not marks.exists()
+            await pilot.press("ctrl+x")
+            await pilot.pause(0.2)
