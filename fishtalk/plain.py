@@ -22,6 +22,7 @@ import re
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, NoReturn, TextIO
@@ -199,6 +200,14 @@ def _start_stdin_reader(
     threading.Thread(target=read, name="fishtalk-stdin", daemon=True).start()
 
 
+@dataclass(eq=False)
+class _Pending:
+    """An approval question and the future its answer settles."""
+
+    request: ApprovalRequest
+    answer: asyncio.Future[bool]
+
+
 class PlainChat:
     """Runs one session with stdin as the keyboard and stdout as the screen."""
 
@@ -214,7 +223,8 @@ class PlainChat:
         self._stdin = stdin
         self._stdout = stdout
         self.renderer = PlainRenderer(stdout, stream_agent=stream_agent)
-        self._approval: asyncio.Future[bool] | None = None
+        self._approvals: deque[_Pending] = deque()
+        """Questions waiting for an answer, oldest first; only the oldest is on screen."""
         self._eof_task: asyncio.Task[None] | None = None
         self._last_typed: str | None = None
         self._last_sent_at: float | None = None
@@ -227,21 +237,57 @@ class PlainChat:
             self._last_sent_at = state.clock.now
 
     async def approve(self, request: ApprovalRequest) -> bool:
-        """Ask on the terminal; the next input line answers (y/yes allows)."""
+        """Ask on the terminal; the next input line answers (y/yes allows).
+
+        Questions are answered in the order they were asked: while one waits, later ones
+        queue behind it and are shown when it is settled. A question whose call ends first
+        (the tool's timeout, the session's end) is withdrawn with a line saying so.
+        """
         if self.session.state.ended:
             return False
-        loop = asyncio.get_running_loop()
-        self._approval = loop.create_future()
-        summary = clean(request.summary) if request.summary else ""
-        self._stdout.write(
-            f"? allow client tool {clean(request.tool_name)}{': ' + summary if summary else ''}"
-            " [y/N] \n"
-        )
-        self._stdout.flush()
+        pending = _Pending(request, asyncio.get_running_loop().create_future())
+        self._approvals.append(pending)
+        if len(self._approvals) == 1:
+            self._ask(pending.request)
         try:
-            return await self._approval
+            return await pending.answer
+        except asyncio.CancelledError:
+            if pending in self._approvals:
+                name = clean(request.tool_name)
+                if self.session.state.ended:
+                    self._note(f"approval for {name!r} cancelled: the session ended", mark="?")
+                else:
+                    self._note(f"approval for {name!r} timed out; declined", mark="?")
+            raise
         finally:
-            self._approval = None
+            self._withdraw(pending)
+
+    def _ask(self, request: ApprovalRequest) -> None:
+        from fishtalk.tools.approval import params_preview
+
+        summary = clean(request.summary) if request.summary else ""
+        self.renderer.line(
+            f"? allow client tool {clean(request.tool_name)}{': ' + summary if summary else ''}"
+        )
+        self.renderer.line(f"  params: {params_preview(request.params, limit=300)} [y/N] ")
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self._stdout.flush()
+
+    def _withdraw(self, pending: _Pending) -> None:
+        """Take ``pending`` off the queue; if it was the question on screen, ask the next."""
+        if not self._approvals or pending not in self._approvals:
+            return
+        was_first = self._approvals[0] is pending
+        self._approvals.remove(pending)
+        if was_first and self._approvals and not self.session.state.ended:
+            self._ask(self._approvals[0].request)
+
+    def _answer(self, allow: bool) -> None:
+        """Settle the oldest question (its waiter then withdraws it and asks the next)."""
+        pending = self._approvals[0]
+        if not pending.answer.done():
+            pending.answer.set_result(allow)
+        self._withdraw(pending)
 
     async def run(self) -> EndResult:
         """Run the session to its end; returns how it ended."""
@@ -260,13 +306,16 @@ class PlainChat:
     def _on_line(self, line: str | None) -> None:
         session = self.session
         if line is None:
-            if self._approval is not None and not self._approval.done():
-                self._approval.set_result(False)
+            unanswered = list(self._approvals)  # nobody is left to answer them
+            self._approvals.clear()
+            for pending in unanswered:
+                if not pending.answer.done():
+                    pending.answer.set_result(False)
             if not session.state.ended and self._eof_task is None:
                 self._eof_task = asyncio.ensure_future(self._hangup_when_answered())
             return
-        if self._approval is not None and not self._approval.done():
-            self._approval.set_result(line.strip().lower() in ("y", "yes"))
+        if self._approvals:
+            self._answer(line.strip().lower() in ("y", "yes"))
             return
         text = line.strip()
         if not text:
@@ -298,10 +347,11 @@ class PlainChat:
         else:
             self._note(f"unknown command {clean(text)[:40]!r}; /help lists them")
 
-    def _note(self, text: str) -> None:
+    def _note(self, text: str, *, mark: str = "*") -> None:
         for line in text.splitlines():
-            self.renderer.line(f"* {line}")
-        self._stdout.flush()
+            self.renderer.line(f"{mark} {line}")
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self._stdout.flush()
 
     async def _hangup_when_answered(self) -> None:
         """End of input: let the agent answer what was sent, then hang up."""

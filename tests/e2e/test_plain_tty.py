@@ -34,11 +34,44 @@ _ASKS = parse_scenario(
     name="asks",
 )
 
+_QUEUE = parse_scenario(
+    """
+    name = "queue"
+    then = "converse"
+    [agent]
+    greeting = ""
+    voice = "tones"
+    [[steps]]
+    do = "wait_for"
+    event = "user.message"
+    [[steps]]
+    do = "client_tool"
+    name = "stamp"
+    params = { n = 1 }
+    expects_response = false
+    announce = false
+    [[steps]]
+    do = "client_tool"
+    name = "stamp"
+    params = { n = 2 }
+    expects_response = false
+    announce = false
+    [[steps]]
+    do = "wait_for"
+    event = "user.message"
+    [[steps]]
+    do = "client_tool"
+    name = "slow"
+    params = { n = 3 }
+    """,
+    name="queue",
+)
+
 
 @pytest.fixture
 async def sim() -> AsyncIterator[SimHandle]:
     """The in-process sim with the scenario above."""
-    async with run_sim(scenarios={"asks": _ASKS}) as handle:
+    async with run_sim(scenarios={"asks": _ASKS, "queue": _QUEUE}) as handle:
         yield handle
 
 
@@ -138,3 +171,48 @@ async def test_terminal_chat_with_tool_approval(sim: SimHandle, tmp_path: Path) 
         term.close()
     assert code == 0, term.buffer
     assert "You hung up." in term.buffer
+
+
+async def test_terminal_approvals_queue_and_expire(sim: SimHandle, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    stamp = tmp_path / "stamp.py"
+    stamp.write_text("import json, sys\nprint(json.dumps({'stamped': json.load(sys.stdin)}))\n")
+    config.write_text(
+        f'[tools.stamp]\ncommand = ["{sys.executable}", "{stamp}"]\napprove = "ask"\n'
+        f'[tools.slow]\ncommand = ["{sys.executable}", "{stamp}"]\napprove = "ask"\n'
+        "timeout = 2\n"
+    )
+    env = dict(os.environ)
+    env.update(FISH_API_KEY=sim.dev_key, FISHTALK_CONFIG=str(config), TERM="dumb")
+    argv = [sys.executable, "-m", "fishtalk", "chat", "--agent", "queue"]
+    argv += ["--api-url", sim.api_url, "--text-only", "--plain"]
+    term = Terminal(argv, env)
+    try:
+        await term.expect("* connected")
+        term.type("two stamps please")
+        # Two calls pending at once: one question at a time, oldest first.
+        await term.expect('params: {"n": 1} [y/N]')
+        await term.expect('[tool] stamp (client) running: {"n":2}')
+        await asyncio.sleep(0.5)  # let the second call reach its (queued) question
+        assert '{"n": 2}' not in term.buffer
+        term.type("y")
+        await term.expect('{"stamped":{"n":1}}')
+        await term.expect('params: {"n": 2} [y/N]')
+        term.type("n")
+        await term.expect("The user declined to run tool 'stamp'")
+        assert '{"stamped":{"n":2}}' not in term.buffer
+        # No question pending: a line is a chat turn again.
+        term.type("now the slow one")
+        await term.expect("you> now the slow one")
+        await term.expect('params: {"n": 3} [y/N]')
+        # Nobody answers within the tool's timeout: the user is told, and a late "y" is
+        # an ordinary message, not an answer.
+        await term.expect("approval for 'slow' timed out; declined")
+        term.type("y")
+        await term.expect("you> y")
+        assert '{"stamped":{"n":3}}' not in term.buffer
+        term.type("/hangup")
+        code = await term.wait()
+    finally:
+        term.close()
+    assert code == 0, term.buffer
