@@ -33,7 +33,12 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    # Click's plain help layout: flags show no value placeholder (the rich layout labels
+    # every flag, --help included, "<bool>"), help text is never read as markup, and the
+    # sub-apps inherit it. Value options name their value with metavar=.
+    rich_markup_mode=None,
+    # Help paragraphs use the terminal's whole width (click would stop at 80 columns).
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 1000},
 )
 session_app = typer.Typer(help="Create and end agent sessions (without joining them).")
 config_app = typer.Typer(help="Show, locate and create the config file.")
@@ -66,6 +71,7 @@ def _root(
         Path | None,
         typer.Option(
             "--config",
+            metavar="PATH",
             help="Config file to use (default: see `fishtalk config path`).",
             dir_okay=False,
         ),
@@ -101,17 +107,19 @@ def run_async(coro: Any) -> Any:
 
 # Connection options shared by the commands that talk to the session API.
 AgentOption = Annotated[
-    str | None, typer.Option("--agent", help="Agent id (default: session.agent_id).")
+    str | None, typer.Option("--agent", metavar="ID", help="Agent id (default: session.agent_id).")
 ]
 ApiUrlOption = Annotated[
-    str | None, typer.Option("--api-url", help="API base URL (default: api.url).")
+    str | None,
+    typer.Option("--api-url", metavar="URL", help="API base URL (default: api.url)."),
 ]
 PublicOption = Annotated[
     bool | None,
     typer.Option("--public/--no-public", help="Public agent: no API key, send an Origin."),
 ]
 OriginOption = Annotated[
-    str | None, typer.Option("--origin", help="Origin header for a public agent.")
+    str | None,
+    typer.Option("--origin", metavar="URL", help="Origin header for a public agent."),
 ]
 
 
@@ -176,7 +184,7 @@ def session_create(
 
 @session_app.command("end")
 def session_end(
-    session_id: Annotated[str, typer.Argument(help="The session to end.")],
+    session_id: Annotated[str, typer.Argument(metavar="SESSION_ID", help="The session to end.")],
     api_url: ApiUrlOption = None,
     public: PublicOption = None,
     origin: OriginOption = None,
@@ -321,9 +329,10 @@ def tools_list(
 
 @tools_app.command("run")
 def tools_run(
-    name: Annotated[str, typer.Argument(help="The tool to run.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The tool to run.")],
     params: Annotated[
-        str, typer.Option("--params", "-p", help="The call's params as a JSON object.")
+        str,
+        typer.Option("--params", "-p", metavar="JSON", help="The call's params as a JSON object."),
     ] = "{}",
 ) -> None:
     """Run one tool locally exactly as a call from the agent would (same limits, same
@@ -520,13 +529,23 @@ app.add_typer(sim_app, name="sim")
         "Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it.\n\n"
         "WebRTC needs a non-loopback network interface; any normal machine has one."
     ),
+    # The command list would stop at the first full stop.
+    short_help="Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it.",
 )
 def sim_serve(
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port (0 picks a free one).")] = 7880,
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="Address to listen on.")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", metavar="PORT", help="Port (0 picks a free one).")
+    ] = 7880,
     scenario: Annotated[
         str | None,
-        typer.Option("--scenario", help="Scenario TOML file, or built-in demo, converse, tools."),
+        typer.Option(
+            "--scenario",
+            metavar="NAME|FILE",
+            help="Scenario TOML file, or built-in demo, converse, tools.",
+        ),
     ] = None,
 ) -> None:
     """Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it."""
