@@ -419,6 +419,7 @@ def _audio_overrides(
 
 @app.command(
     "demo",
+    short_help="Talk to a simulated agent on this machine (no account needed).",
     help=(
         "Talk to a simulated agent running on this machine (no account needed).\n\n"
         "The built-in demo is a one-minute tour of what a Fish agent can send a client "
@@ -458,6 +459,7 @@ def demo(
 
 @app.command(
     "chat",
+    short_help="Talk to an agent (TUI on a terminal, line mode otherwise).",
     help=(
         "Talk to an agent: the full-screen TUI on a terminal, line mode otherwise.\n\n"
         "In the TUI, F1 lists the keys (Ctrl+X hangs up; Ctrl+C hangs up and exits with "
@@ -554,7 +556,7 @@ def sim_serve(
     raise typer.Exit(serve(host=host, port=port, scenario=scenario))
 
 
-@app.command("devices")
+@app.command("devices", short_help="List audio input and output devices.")
 def devices() -> None:
     """List audio devices: index, name, host API, channels, default rate (< > mark defaults)."""
     from fishtalk.audio.cli import print_devices
