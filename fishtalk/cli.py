@@ -579,6 +579,9 @@ def main(argv: list[str] | None = None) -> None:
     # --debug must be known even when parsing fails before the callback ran.
     _state.debug = "--debug" in args or os.environ.get("FISHTALK_DEBUG", "") not in ("", "0")
     command = typer.main.get_command(app)
+    from fishtalk.native_stderr import quiet_livekit_handle_drops
+
+    quiet_livekit_handle_drops()
     try:
         # Standalone mode: typer itself reports usage errors (exit 2), --help, Exit and
         # Ctrl-C (exit 130) and always ends in SystemExit; only our own errors get here.

@@ -10,6 +10,7 @@ one-line summary and error messages printed after the app exits reach the real s
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -86,3 +87,36 @@ def stderr_to_log(name: str = "tui") -> Iterator[Path | None]:
 
 
 __all__ = ["MAX_LOG_BYTES", "STDERR_FD", "native_log_path", "stderr_to_log"]
+
+
+def _is_livekit_handle_drop(unraisable: sys.UnraisableHookArgs) -> bool:
+    where = unraisable.object
+    return (
+        isinstance(unraisable.exc_value, AssertionError)
+        and getattr(where, "__module__", None) == "livekit.rtc._ffi_client"
+        and getattr(where, "__qualname__", None) == "FfiHandle.__del__"
+    )
+
+
+def quiet_livekit_handle_drops() -> None:
+    """Keep one known livekit SDK complaint from printing a traceback on the terminal.
+
+    livekit 1.2.1 asserts in ``FfiHandle.__del__`` when the native side has already
+    released a handle (its own log says "Attempted to drop unknown FFI handle"). That
+    happens when the garbage collector reaches such a handle after a room closed, it is
+    harmless, and Python would print it as "Exception ignored in ..." with a traceback
+    over whatever the user is looking at. That one case is logged at debug level; every
+    other unraisable exception still reaches the previous hook. Installed once, by the CLI.
+    """
+    previous = sys.unraisablehook
+    if getattr(previous, "_fishtalk_quiet_handles", False):
+        return
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        if _is_livekit_handle_drop(unraisable):
+            logging.getLogger("fishtalk.livekit").debug("livekit dropped an unknown FFI handle")
+            return
+        previous(unraisable)
+
+    hook._fishtalk_quiet_handles = True  # type: ignore[attr-defined]  # marks our own hook
+    sys.unraisablehook = hook
