@@ -108,8 +108,8 @@ def test_help_texts_flow_as_paragraphs_not_hard_broken_lines() -> None:
     )
     _paragraphs_on_one_line(
         _help(),
-        "chat Talk to an agent: the full-screen TUI on a terminal, line mode otherwise.",
-        "demo Talk to a simulated agent running on this machine (no account needed).",
+        "chat Talk to an agent (TUI on a terminal, line mode otherwise).",
+        "demo Talk to a simulated agent on this machine (no account needed).",
     )
     _paragraphs_on_one_line(
         _help("sim"),
