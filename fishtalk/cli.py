@@ -450,7 +450,7 @@ def demo(
     def load_with_audio(overrides: dict[str, Any]) -> "Settings":
         return load({**overrides, **audio})
 
-    from fishtalk.plain import exit_process
+    from fishtalk.native import exit_process
     from fishtalk.tui.run import run_demo
 
     # Leave without finalization, as chat does: the SDK's native threads outlive the call.
@@ -512,7 +512,8 @@ def chat(
     from fishtalk.audio.preflight import check_named_devices
 
     check_named_devices(settings)  # a device that matches nothing: exit 2 before connecting
-    from fishtalk.plain import exit_process, run_plain
+    from fishtalk.native import exit_process
+    from fishtalk.plain import run_plain
     from fishtalk.tui.run import run_tui, wants_tui
 
     # Both front ends leave without finalization (see exit_process).
@@ -579,7 +580,7 @@ def main(argv: list[str] | None = None) -> None:
     # --debug must be known even when parsing fails before the callback ran.
     _state.debug = "--debug" in args or os.environ.get("FISHTALK_DEBUG", "") not in ("", "0")
     command = typer.main.get_command(app)
-    from fishtalk.native_stderr import quiet_livekit_handle_drops
+    from fishtalk.native import quiet_livekit_handle_drops
 
     quiet_livekit_handle_drops()
     try:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
 import signal
 import sys
@@ -25,7 +24,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, NoReturn, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 from fishtalk import conversation as conv
 from fishtalk.errors import EXIT_INTERRUPTED
@@ -464,21 +463,6 @@ def run_plain(
     return result.exit_code
 
 
-def exit_process(code: int) -> NoReturn:
-    """Flush and leave the process now, skipping interpreter finalization.
-
-    The session is over and disconnected by now, but the livekit SDK's native threads can
-    still call back into Python while the interpreter is being finalized; under load that
-    aborts the process (a Rust panic, exit -6) after a perfectly good session. Nothing is
-    left to clean up at this point, so the CLI leaves without finalizing.
-    """
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    logging.shutdown()
-    os._exit(code)
-
-
 def _configure_logging(stderr: TextIO, debug: bool) -> None:
     root = logging.getLogger()
     if root.handlers:
@@ -492,4 +476,4 @@ def _configure_logging(stderr: TextIO, debug: bool) -> None:
         root.addHandler(logging.NullHandler())
 
 
-__all__ = ["HELP", "PlainChat", "PlainRenderer", "clean", "exit_process", "run_plain"]
+__all__ = ["HELP", "PlainChat", "PlainRenderer", "clean", "run_plain"]

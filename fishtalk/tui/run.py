@@ -145,7 +145,7 @@ def run_tui(settings: Settings, *, title: str = "") -> int:
         keymap=settings.ui.keys,
     )
     link.app = app
-    from fishtalk.native_stderr import stderr_to_log
+    from fishtalk.native import stderr_to_log
 
     # C libraries (PortAudio, ALSA, WebRTC) write to fd 2 on device trouble; on the drawn
     # screen that is garbage, so it goes to a log while the app runs (report_end's line

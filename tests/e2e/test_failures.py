@@ -60,9 +60,9 @@ _NO_NETWORK_SCRIPT = textwrap.dedent(
             print(result.message)
 
     asyncio.run(main())
-    # Leave as the CLI does (see fishtalk.plain.exit_process): no interpreter finalization
+    # Leave as the CLI does (see fishtalk.native.exit_process): no interpreter finalization
     # racing the SDK's native threads.
-    from fishtalk.plain import exit_process
+    from fishtalk.native import exit_process
     exit_process(0)
     """
 )

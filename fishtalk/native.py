@@ -1,6 +1,10 @@
-"""Keep C libraries' stderr chatter off a full-screen terminal UI.
+"""Living with native libraries: their stderr chatter, GC-time asserts and shutdown.
 
-PortAudio, ALSA and the WebRTC stack write diagnostics straight to file descriptor 2 (a
+Three workarounds, each installed by the CLI: :func:`stderr_to_log` (C libraries' writes to
+fd 2 kept off the TUI), :func:`quiet_livekit_handle_drops` (one known livekit assertion
+kept off the terminal) and :func:`exit_process` (leave without interpreter finalization).
+
+On fd 2: PortAudio, ALSA and the WebRTC stack write diagnostics straight to file descriptor 2 (a
 device that vanished, a failed reconnect to a sound server). While the TUI owns the
 terminal such lines would land in the middle of the drawn screen, so :func:`stderr_to_log`
 points fd 2 at a log file for the duration and puts it back afterwards, so the
@@ -15,7 +19,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from fishtalk import paths
 
@@ -120,3 +124,18 @@ def quiet_livekit_handle_drops() -> None:
 
     hook._fishtalk_quiet_handles = True  # type: ignore[attr-defined]  # marks our own hook
     sys.unraisablehook = hook
+
+
+def exit_process(code: int) -> NoReturn:
+    """Flush and leave the process now, skipping interpreter finalization.
+
+    The session is over and disconnected by now, but the livekit SDK's native threads can
+    still call back into Python while the interpreter is being finalized; under load that
+    aborts the process (a Rust panic, exit -6) after a perfectly good session. Nothing is
+    left to clean up at this point, so the CLI leaves without finalizing.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
