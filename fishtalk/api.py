@@ -91,6 +91,7 @@ from fishtalk.errors import (
     UnsupportedMediaTypeError,
     UnsupportedTransportError,
 )
+from fishtalk.text import strip
 
 DEFAULT_API_URL: Final = "https://api.fish.audio"
 SESSIONS_PATH: Final = "/v1/agent/sessions"
@@ -568,13 +569,12 @@ class SessionClient:
 
 # --- helpers ----------------------------------------------------------------------------
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 _KEY_CHARS = re.compile(r"[\x21-\x7e]+")
 
 
 def _clean(text: str, *, limit: int = 200) -> str:
     """One printable line, bounded: server text goes straight to a terminal."""
-    text = _CONTROL.sub(" ", text).strip()
+    text = " ".join(strip(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -11,7 +11,6 @@ its ``exit_code``; a traceback only appears with ``--debug``.
 import asyncio
 import json
 import os
-import re
 import sys
 import traceback
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from fishtalk import __version__
-from fishtalk.errors import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, FishtalkError
+from fishtalk.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, FishtalkError
 
 if TYPE_CHECKING:
     from fishtalk.api import LiveKitGrant, SessionClient
@@ -177,9 +176,11 @@ def session_create(
     if as_json:
         typer.echo(json.dumps(fields, indent=2))
     else:
+        from fishtalk.text import strip
+
         width = max(len(k) for k in fields)
         for key, value in fields.items():
-            typer.echo(f"{key:<{width}}  {value}")
+            typer.echo(f"{key:<{width}}  {strip(str(value))}")
 
 
 @session_app.command("end")
@@ -306,7 +307,7 @@ def tools_list(
     """
     from dataclasses import asdict
 
-    from fishtalk.tools.approval import printable
+    from fishtalk.text import strip
     from fishtalk.tools.build import describe_tools
 
     infos = describe_tools(load())
@@ -322,7 +323,7 @@ def tools_list(
         )
         for text in (info.description, info.detail, info.problem):
             if text:
-                typer.echo(f"    {printable(text)}")
+                typer.echo(f"    {strip(text)}")
     if any(i.fatal for i in infos):
         raise typer.Exit(EXIT_USAGE)
 
@@ -334,9 +335,23 @@ def tools_run(
         str,
         typer.Option("--params", "-p", metavar="JSON", help="The call's params as a JSON object."),
     ] = "{}",
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            "-y",
+            help='Approve the call in advance (tools with approve = "ask"; "never" still '
+            "refuses). Without it only an answer typed at a terminal approves: piped input "
+            "never does.",
+        ),
+    ] = False,
 ) -> None:
     """Run one tool locally exactly as a call from the agent would (same limits, same
-    approval, asked on this terminal). Prints the result as JSON."""
+    approval, asked on this terminal). Prints the result as JSON.
+
+    Exit codes: 0 the tool ran and returned a result; 1 the tool failed, timed out or was
+    declined; 2 bad usage (unknown tool, bad --params, bad config).
+    """
     try:
         parsed = json.loads(params)
     except ValueError as exc:
@@ -348,10 +363,20 @@ def tools_run(
     import secrets
 
     from fishtalk.protocol import ClientToolCall
-    from fishtalk.tools.approval import printable, terminal_approver
+    from fishtalk.text import json_escape, strip
+    from fishtalk.tools.approval import choose_approver, terminal_approver
     from fishtalk.tools.build import build_runner
+    from fishtalk.tools.registry import unknown_tool_message
 
-    runner = build_runner(settings, approver=terminal_approver())
+    approver = choose_approver(
+        terminal_approver(), answers_from=sys.stdin, question_to=sys.stderr, assume_yes=yes
+    )
+    runner = build_runner(settings, approver=approver)
+    if name not in runner.registry:
+        typer.echo(
+            f"fishtalk: {strip(unknown_tool_message(name, runner.registry.names()))}", err=True
+        )
+        raise typer.Exit(EXIT_USAGE)
     call = ClientToolCall(
         call_id=f"local-{secrets.token_hex(4)}",
         tool_name=name,
@@ -360,13 +385,16 @@ def tools_run(
     )
     outcome = run_async(runner.run(call))
     if outcome.ok:
-        text = json.dumps(outcome.result, indent=2, ensure_ascii=False)
-        typer.echo(re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text))
+        typer.echo(json_escape(json.dumps(outcome.result, indent=2, ensure_ascii=False)))
         return
-    typer.echo(
-        f"fishtalk: tool {name!r} {outcome.status}: {printable(outcome.error or '')}", err=True
-    )
-    raise typer.Exit(EXIT_NOT_FOUND if outcome.status == "unknown" else EXIT_ERROR)
+    detail = outcome.error or ""
+    if outcome.status == "declined" and approver is None:
+        detail = (
+            "nobody at a terminal to approve it (piped input never approves; "
+            "pass --yes to approve it in advance)"
+        )
+    typer.echo(f"fishtalk: tool {name!r} {outcome.status}: {strip(detail)}", err=True)
+    raise typer.Exit(EXIT_ERROR)
 
 
 # --- more commands ------------------------------------------------------------------------
@@ -569,7 +597,9 @@ def devices() -> None:
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    sys.stderr.write(f"fishtalk: {message}\n")
+    from fishtalk.text import strip
+
+    sys.stderr.write(f"fishtalk: {strip(message)}\n")
     sys.stderr.flush()
     raise SystemExit(code)
 

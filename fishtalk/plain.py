@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import signal
 import sys
 import threading
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 from fishtalk import conversation as conv
 from fishtalk.errors import EXIT_INTERRUPTED
+from fishtalk.text import strip
 
 if TYPE_CHECKING:
     from fishtalk.config import Settings
@@ -48,19 +48,10 @@ EOF_QUIET: Final = 1.5
 EOF_MAX_WAIT: Final = 60.0
 """After end of input: the longest wait for the agent's reply before hanging up anyway."""
 
-_ANSI: Final = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC (title, hyperlinks...)
-    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC
-    r"|\x1b[@-Z\\-_]?"  # other two-byte escapes, or a lone ESC
-    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
-)
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
 
 def clean(text: str) -> str:
     """Remote text made safe for a terminal line: no escapes, no control or bidi characters."""
-    return _CONTROL.sub(" ", _ANSI.sub("", text))
+    return strip(text)
 
 
 @dataclass
@@ -406,6 +397,7 @@ def run_plain(
     nothing but the conversation and one line saying how it ended.
     """
     from fishtalk.session import Session
+    from fishtalk.tools.approval import choose_approver
     from fishtalk.tools.build import build_runner
 
     stdin = stdin or sys.stdin
@@ -418,8 +410,11 @@ def run_plain(
     async def approver(request: ApprovalRequest) -> bool:
         return await holder[0].approve(request) if holder else False
 
-    # Only a person at a terminal can answer y/n; through pipes "ask" tools are declined.
-    tools = build_runner(settings, approver=approver if interactive else None)
+    # The one approval policy: only a person at a terminal answers y/n; through pipes
+    # "ask" tools are declined.
+    tools = build_runner(
+        settings, approver=choose_approver(approver, answers_from=stdin, question_to=stdout)
+    )
 
     interrupted = False
 

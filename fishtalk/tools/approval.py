@@ -6,6 +6,12 @@ or ``never`` (refuse every call). A refusal raises
 :class:`~fishtalk.tools.registry.ToolDeclined`, which the runner turns into an error result
 telling the agent the user declined. With ``ask`` and no approver (nobody to ask), the
 call is declined: a tool never runs unconfirmed by accident.
+
+The one approval policy, used by every front end (the TUI, line mode, ``fishtalk tools
+run``) through :func:`choose_approver`: an answer counts only when a person gives it at a
+terminal (the input it is read from and the output the question is written to are both
+terminals), or when the user said so in advance with an explicit flag (``--yes``). Piped
+input never approves: ``echo y | fishtalk tools run X`` declines an ``ask`` tool.
 """
 
 from __future__ import annotations
@@ -13,30 +19,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from typing import IO, Final, Literal, TypeAlias, TypeVar
+from typing import IO, Literal, TypeAlias, TypeVar
 
 from pydantic import JsonValue
 
+from fishtalk.text import strip
 from fishtalk.tools.registry import ApprovalRequest, Approver, ToolContext, ToolDeclined
 
 ApproveMode: TypeAlias = Literal["ask", "always", "never"]
 
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 T = TypeVar("T")
 
 
 def printable(text: str, limit: int = 500) -> str:
-    """One terminal-safe line: control characters (escape sequences!) become spaces."""
-    text = _CONTROL.sub(" ", text)
+    """One terminal-safe line, bounded (the rules are :func:`fishtalk.text.strip`'s)."""
+    text = strip(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def params_preview(params: Mapping[str, JsonValue], limit: int = 500) -> str:
-    """Params as compact JSON, ASCII-escaped so nothing in them can drive the terminal."""
+    """Params as compact JSON, ASCII-escaped so nothing in them can drive the terminal
+    (and stripped all the same, should a caller's limit cut an escape in half)."""
     return printable(json.dumps(params, ensure_ascii=True, sort_keys=True), limit)
 
 
@@ -63,6 +69,42 @@ async def require_approval(
     )
     if not await ctx.approver(request):
         raise ToolDeclined(f"The user declined to run tool {ctx.tool_name!r}")
+
+
+def is_terminal(stream: IO[str] | None) -> bool:
+    """Whether ``stream`` is an interactive terminal (False for pipes, files, None)."""
+    if stream is None:
+        return False
+    try:
+        return stream.isatty()
+    except (ValueError, OSError):  # closed or detached
+        return False
+
+
+async def approve_all(request: ApprovalRequest) -> bool:
+    """The approver behind an explicit ``--yes``: every ``ask`` call goes ahead
+    (``approve = "never"`` tools are still refused, before any approver is asked)."""
+    return True
+
+
+def choose_approver(
+    ask: Approver,
+    *,
+    answers_from: IO[str] | None,
+    question_to: IO[str] | None,
+    assume_yes: bool = False,
+) -> Approver | None:
+    """The approval policy: ``ask`` when a person can answer it at a terminal, every call
+    approved with ``assume_yes``, otherwise nobody (so ``ask`` tools are declined).
+
+    ``answers_from`` is where the answer would be read, ``question_to`` where the question
+    is shown; both must be terminals. The TUI passes its own terminal's streams.
+    """
+    if assume_yes:
+        return approve_all
+    if is_terminal(answers_from) and is_terminal(question_to):
+        return ask
+    return None
 
 
 def in_daemon_thread(fn: Callable[[], T]) -> Awaitable[T]:
@@ -96,14 +138,18 @@ def in_daemon_thread(fn: Callable[[], T]) -> Awaitable[T]:
 def terminal_approver(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> Approver:
     """An approver for line-oriented front ends: prints the call and reads y/N.
 
-    Anything but ``y``/``yes`` (including end of input) declines. Prompts are serialised:
-    two calls arriving together are asked one after the other.
+    Anything but ``y``/``yes`` (including end of input) declines, and so does every call
+    when the streams are not both terminals at the time of asking (see
+    :func:`choose_approver`). Prompts are serialised: two calls arriving together are asked
+    one after the other.
     """
     lock = asyncio.Lock()
 
     async def approve(request: ApprovalRequest) -> bool:
         source = stdin if stdin is not None else sys.stdin
         sink = stdout if stdout is not None else sys.stderr
+        if not (is_terminal(source) and is_terminal(sink)):
+            return False  # piped input never approves
         async with lock:
             lines = [f"The agent wants to run client tool {request.tool_name!r}"]
             if request.summary:

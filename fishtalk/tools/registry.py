@@ -9,6 +9,7 @@ run it; any other exception becomes an error result for the agent.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -154,3 +155,16 @@ class ToolRegistry:
 
     def __iter__(self) -> Iterator[RegisteredTool]:
         return iter([self._tools[n] for n in self.names()])
+
+
+def unknown_tool_message(name: str, known: list[str]) -> str:
+    """One line for a tool name nothing is registered under, with a hint: the closest
+    known name, or the known names, and where to see them."""
+    if not known:
+        return (
+            f"no client tool named {name!r}: none is enabled "
+            "(declare them as [tools.NAME] in the config)"
+        )
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(sorted(known))
+    return f"no client tool named {name!r}; {hint} (`fishtalk tools list` shows them)"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +34,55 @@ def toml_argv(*argv: str) -> str:
     return json.dumps(list(argv))  # a JSON array of strings is a TOML array too
 
 
-@pytest.fixture
-def answer(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
-    """Type an answer for the y/N approval prompt."""
+@dataclass
+class TerminalRun:
+    """A `fishtalk` process whose stdin and stderr were a real terminal (a pty)."""
 
-    def give(text: str) -> None:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    code: int
+    out: str
+    err: str
+    """Everything the terminal showed (the prompt, the typed answer's echo, errors)."""
 
-    return give
+
+def on_terminal(
+    *args: str, answer: bytes | None, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> TerminalRun:
+    """Run `fishtalk ARGS` with stdin and stderr on a pty and stdout on a pipe, typing
+    ``answer`` at the terminal once the y/N question shows (None: never answer)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [PY, "-m", "fishtalk", *args],
+        stdin=slave, stdout=subprocess.PIPE, stderr=slave, env=env, cwd=cwd,
+    )  # fmt: skip
+    os.close(slave)
+    shown = b""
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+            if answer is not None and b"Allow? [y/N]" in shown:
+                os.write(master, answer)
+                answer = None
+        assert proc.stdout is not None
+        out = proc.stdout.read().decode()
+        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return TerminalRun(code, out, shown.decode(errors="replace"))
 
 
 def test_tools_list(run_cli: Run, tmp_path: Path) -> None:
@@ -84,13 +127,13 @@ def test_tools_list_empty_and_invalid_name(run_cli: Run, tmp_path: Path) -> None
     assert "invalid tool name 'bad name'" in bad.err
 
 
-def test_tools_run_asks_and_runs(
-    run_cli: Run, tmp_path: Path, answer: Callable[[str], None]
-) -> None:
+def test_tools_run_asks_and_runs(tmp_path: Path) -> None:
     path = config(tmp_path, f"[tools.echo]\ncommand = {toml_argv(PY, '-c', ECHO)}\n")
-    answer("y\n")
     params = {"q": "$(touch pwned); rm -rf ~ | sh", "n": 2}
-    result = run_cli("--config", str(path), "tools", "run", "echo", "--params", json.dumps(params))
+    result = on_terminal(
+        "--config", str(path), "tools", "run", "echo", "--params", json.dumps(params),
+        answer=b"y\n",
+    )  # fmt: skip
     assert result.code == 0, result.err
     assert json.loads(result.out) == {"got": params}
     assert "The agent wants to run client tool 'echo'" in result.err
@@ -98,17 +141,66 @@ def test_tools_run_asks_and_runs(
     assert not (REPO / "pwned").exists()
 
 
-def test_tools_run_denied(run_cli: Run, tmp_path: Path, answer: Callable[[str], None]) -> None:
+def test_tools_run_denied(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     touch = f"open({str(marker)!r}, 'w')"
     path = config(tmp_path, f"[tools.touch]\ncommand = {toml_argv(PY, '-c', touch)}\n")
-    answer("n\n")
-    result = run_cli("--config", str(path), "tools", "run", "touch")
+    result = on_terminal("--config", str(path), "tools", "run", "touch", answer=b"n\n")
     assert result.code == 1
     assert "declined" in result.err.splitlines()[-1]
     assert not marker.exists()
-    answer("")  # end of input: declined, never a hang
-    assert run_cli("--config", str(path), "tools", "run", "touch").code == 1
+    # end of input (Ctrl-D at the terminal): declined, never a hang
+    eof = on_terminal("--config", str(path), "tools", "run", "touch", answer=b"\x04")
+    assert eof.code == 1
+    assert not marker.exists()
+
+
+def test_piped_yes_never_approves(tmp_path: Path) -> None:
+    """`echo y | fishtalk tools run X` declines, as chat does through pipes; --yes approves."""
+    marker = tmp_path / "ran"
+    touch = f"open({str(marker)!r}, 'w'); print('{{}}')"
+    path = config(tmp_path, f"[tools.touch]\ncommand = {toml_argv(PY, '-c', touch)}\n")
+    argv = [PY, "-m", "fishtalk", "--config", str(path), "tools", "run", "touch"]
+    piped = subprocess.run(argv, input="y\n", capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 1
+    assert "Allow?" not in piped.stderr
+    last = piped.stderr.splitlines()[-1]
+    assert last.startswith("fishtalk: tool 'touch' declined: nobody at a terminal")
+    assert "--yes" in last
+    assert not marker.exists()
+    # A terminal on stdin is not enough when the question would go nowhere visible.
+    master, slave = pty.openpty()
+    try:
+        hidden = subprocess.run(argv, stdin=slave, capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert hidden.returncode == 1
+    assert not marker.exists()
+
+    approved = subprocess.run(
+        [*argv, "--yes"], input="", capture_output=True, text=True, timeout=60
+    )
+    assert approved.returncode == 0, approved.stderr
+    assert marker.exists()
+
+
+def test_tools_run_yes_is_documented(run_cli: Run) -> None:
+    result = run_cli("tools", "run", "--help")
+    assert result.code == 0
+    assert "--yes" in result.out
+    assert "piped input never" in " ".join(result.out.split())
+
+
+def test_never_tools_stay_refused_with_yes(run_cli: Run, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    touch = f"open({str(marker)!r}, 'w')"
+    path = config(
+        tmp_path, f"[tools.touch]\ncommand = {toml_argv(PY, '-c', touch)}\napprove = 'never'\n"
+    )
+    result = run_cli("--config", str(path), "tools", "run", "touch", "--yes")
+    assert result.code == 1
+    assert "disabled on this client" in result.err
     assert not marker.exists()
 
 
@@ -128,7 +220,16 @@ def test_tools_run_errors(run_cli: Run, tmp_path: Path) -> None:
     assert fail.code == 1
     assert "exited with status 1: bad input" in fail.err
     unknown = run_cli("--config", str(path), "tools", "run", "nope")
-    assert unknown.code == 4
+    assert unknown.code == 2  # bad usage; never 4, which is chat's "agent not found"
+    assert unknown.err.count("\n") == 1
+    assert unknown.err == (
+        "fishtalk: no client tool named 'nope'; known: fail, slow "
+        "(`fishtalk tools list` shows them)\n"
+    )
+    close = run_cli("--config", str(path), "tools", "run", "slwo")
+    assert close.code == 2
+    assert "did you mean 'slow'?" in close.err
+    assert "`fishtalk tools list`" in close.err
     bad_json = run_cli("--config", str(path), "tools", "run", "fail", "--params", "{nope")
     assert bad_json.code == 2
 
@@ -152,7 +253,8 @@ def test_tools_run_child_never_sees_the_api_key(
 
 
 def test_tools_run_open_url_end_to_end(tmp_path: Path) -> None:
-    """A real process, a real prompt answered on stdin, the real webbrowser module ($BROWSER)."""
+    """A real process, a real prompt answered at a terminal, the real webbrowser module
+    ($BROWSER)."""
     opened = tmp_path / "opened.txt"
     recorder = tmp_path / "browser.py"
     recorder.write_text(
@@ -162,26 +264,25 @@ def test_tools_run_open_url_end_to_end(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FISH_", "FISHTALK_"))}
     env.update(BROWSER=f"{PY} {recorder} %s", DISPLAY="", WAYLAND_DISPLAY="")
     url = "https://example.com/docs?q=fish"
-    done = subprocess.run(
-        [PY, "-m", "fishtalk", "--config", str(path), "tools", "run", "open_url",
-         "--params", json.dumps({"url": url})],
-        input="y\n", capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path,
+    done = on_terminal(
+        "--config", str(path), "tools", "run", "open_url", "--params", json.dumps({"url": url}),
+        answer=b"y\n", env=env, cwd=tmp_path,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"opened": url}
-    assert "open https://example.com/docs?q=fish" in done.stderr
+    assert done.code == 0, done.err
+    assert json.loads(done.out) == {"opened": url}
+    assert "open https://example.com/docs?q=fish" in done.err
     deadline = time.monotonic() + 10  # the browser command is started, not awaited
     while not opened.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert opened.read_text() == url
 
-    refused = subprocess.run(
-        [PY, "-m", "fishtalk", "--config", str(path), "tools", "run", "open_url",
-         "--params", json.dumps({"url": "file:///etc/passwd"})],
-        input="y\n", capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path,
+    refused = on_terminal(
+        "--config", str(path), "tools", "run", "open_url",
+        "--params", json.dumps({"url": "file:///etc/passwd"}),
+        answer=b"y\n", env=env, cwd=tmp_path,
     )  # fmt: skip
-    assert refused.returncode == 1
-    assert "only http:// and https://" in refused.stderr
+    assert refused.code == 1
+    assert "only http:// and https://" in refused.err
 
 
 FORKER = """
