@@ -335,14 +335,45 @@ def _merge(
         sources[where] = origin
 
 
+def _env_setting(name: str) -> tuple[str, str] | None:
+    """The (section, key) that the environment variable ``name`` sets, unchecked, or None
+    when fishtalk does not read ``name`` at all."""
+    if name in ENV_ALIASES:
+        return ENV_ALIASES[name]
+    if name.startswith(ENV_PREFIX) and "__" in name:
+        section, _, key = name[len(ENV_PREFIX) :].lower().partition("__")
+        return section, key
+    return None
+
+
+def is_secret_env_name(name: str) -> bool:
+    """Whether fishtalk reads a secret (the API key) from the environment variable ``name``,
+    in any case of its letters: ``FISH_API_KEY``, ``FISHTALK_API__API_KEY``,
+    ``FISHTALK_API__api_key``, ``fishtalk_api__Api_Key``... Derived from the same parsing as
+    loading, so the tool environment's block list cannot drift from it."""
+    return any(_env_setting(spelling) in _SECRET_KEYS for spelling in (name, name.upper()))
+
+
+SECRET_ENV_NAMES: Final = tuple(
+    sorted(
+        [alias for alias, where in ENV_ALIASES.items() if where in _SECRET_KEYS]
+        + [f"{ENV_PREFIX}{section}__{key}".upper() for section, key in _SECRET_KEYS]
+    )
+)
+"""The canonical spellings of :func:`is_secret_env_name` (for messages and docs)."""
+
+
 def _merge_env(merged: dict[str, Any], environ: Mapping[str, str], sources: Sources) -> None:
     sections = Settings.model_fields
     for name in sorted(environ):
         raw = environ[name]
+        setting = _env_setting(name)
+        if setting is None:
+            continue
         if name in ENV_ALIASES:
-            where = ENV_ALIASES[name]
-        elif name.startswith(ENV_PREFIX) and "__" in name:
-            section, _, key = name[len(ENV_PREFIX) :].lower().partition("__")
+            where = setting
+        else:
+            section, key = setting
             if section == "tools":
                 raise ConfigError(f"{name}: tools can only be declared in the config file")
             if section not in sections:
@@ -357,8 +388,6 @@ def _merge_env(merged: dict[str, Any], environ: Mapping[str, str], sources: Sour
                     + _suggest(key, fields)
                 )
             where = (section, key)
-        else:
-            continue
         if raw == "":
             continue
         _merge(merged, _nest(where, _env_value(raw)), sources, (), f"from ${name}")

@@ -9,7 +9,8 @@ Contract of a command tool (declared as ``[tools.NAME] command = [...]``):
 * A non-zero exit fails the call with the tail of stderr.
 * The child gets a fresh environment: a few harmless basics (PATH, HOME, LANG, ...), the
   names the declaration's ``env`` allowlists, and ``FISHTALK_TOOL``/``FISHTALK_CALL_ID``.
-  The Fish API key is never passed, even if allowlisted.
+  The Fish API key is never passed, even if allowlisted, under any name fishtalk reads it
+  from (``FISH_API_KEY``, ``FISHTALK_API__API_KEY`` in any case).
 * The tool runs in its own session and process group. On timeout, hangup or cancellation
   the whole group is killed (SIGKILL), so children it forked die with it. After a normal
   exit, a leftover process that still holds the tool's stdout/stderr open past a short
@@ -35,6 +36,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
+from fishtalk.config import SECRET_ENV_NAMES, is_secret_env_name
 from fishtalk.tools.approval import ApproveMode, require_approval
 from fishtalk.tools.registry import ToolContext, ToolError
 from fishtalk.tools.runner import MAX_RESULT_BYTES
@@ -61,8 +63,9 @@ BASE_ENV: Final = (
     "TMPDIR",
 )
 """Passed to every command tool when set: what ordinary programs need to behave."""
-NEVER_PASSED: Final = frozenset({"FISH_API_KEY", "FISHTALK_API__API_KEY"})
-"""Never given to a tool, whatever the allowlist says."""
+NEVER_PASSED: Final = frozenset(SECRET_ENV_NAMES)
+"""Never given to a tool, whatever the allowlist says: in any case of their letters
+(every name :func:`~fishtalk.config.is_secret_env_name` accepts)."""
 
 
 class CommandToolError(ToolError):
@@ -85,7 +88,7 @@ class CommandSpec:
     def __post_init__(self) -> None:
         if not self.argv or not self.argv[0]:
             raise ValueError(f"command tool {self.name!r}: empty command")
-        forbidden = NEVER_PASSED.intersection(self.env_allowlist)
+        forbidden = {name for name in self.env_allowlist if is_secret_env_name(name)}
         if forbidden:
             raise ValueError(
                 f"command tool {self.name!r}: {', '.join(sorted(forbidden))} "
@@ -103,7 +106,7 @@ class CommandSpec:
         """The environment the child gets: basics + allowlist, minus anything secret."""
         env: dict[str, str] = {}
         for name in (*BASE_ENV, *self.env_allowlist):
-            if name in NEVER_PASSED:
+            if is_secret_env_name(name):
                 continue
             value = environ.get(name)
             if value is not None:
@@ -113,8 +116,8 @@ class CommandSpec:
         env["FISHTALK_TOOL"] = self.name
         if ctx is not None:
             env["FISHTALK_CALL_ID"] = ctx.call_id
-        for name in NEVER_PASSED:
-            env.pop(name, None)
+        for name in [name for name in env if is_secret_env_name(name)]:
+            del env[name]
         return env
 
     def problem(self, environ: Mapping[str, str] | None = None) -> str | None:

@@ -252,6 +252,30 @@ def test_tools_run_child_never_sees_the_api_key(
     assert "sk-secret-for-cli-test" not in result.out + result.err
 
 
+def test_tools_run_child_never_sees_the_key_under_another_spelling(
+    run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fishtalk reads the key from FISHTALK_API__api_key (any case after the prefix): so no
+    tool gets it under that name either, nor can a config allowlist it."""
+    monkeypatch.setenv("FISHTALK_API__api_key", "sk-lower-spelling")
+    monkeypatch.setenv("FISHTALK_Api__API_Key", "sk-mixed-spelling")
+    dump = f"command = {toml_argv(PY, '-c', ENV_DUMP)}\napprove = 'always'\n"
+    path = config(tmp_path, f"[tools.env]\n{dump}")
+    result = run_cli("--config", str(path), "tools", "run", "env")
+    assert result.code == 0, result.err
+    names = json.loads(result.out)
+    assert not [n for n in names if "API_KEY" in n.upper()]
+    assert "-spelling" not in result.out + result.err
+    leaky = tmp_path / "leaky.toml"
+    leaky.write_text(f"[tools.leaky]\n{dump}env = ['FISHTALK_API__api_key']\n")
+    listed = run_cli("--config", str(leaky), "tools", "list")
+    assert listed.code == 2
+    assert "FISHTALK_API__api_key is never passed to tools" in listed.out
+    refused = run_cli("--config", str(leaky), "tools", "run", "leaky")
+    assert refused.code == 2
+    assert "-spelling" not in refused.out + refused.err
+
+
 def test_tools_run_open_url_end_to_end(tmp_path: Path) -> None:
     """A real process, a real prompt answered at a terminal, the real webbrowser module
     ($BROWSER)."""

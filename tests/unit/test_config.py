@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import tomllib
 from pathlib import Path
@@ -11,9 +12,11 @@ from pydantic import BaseModel
 
 from fishtalk import paths
 from fishtalk.config import (
+    SECRET_ENV_NAMES,
     ConfigError,
     Settings,
     ToolDecl,
+    is_secret_env_name,
     load_settings,
     redacted_dict,
 )
@@ -306,3 +309,26 @@ def test_example_loads_as_is_and_uncommented(tmp_path: Path) -> None:
 def test_packaged_example_is_identical() -> None:
     # `fishtalk config init` ships fishtalk/data/config.example.toml; keep it in sync.
     assert PACKAGED_EXAMPLE.read_bytes() == EXAMPLE.read_bytes()
+
+
+def test_every_name_the_key_is_read_from_is_a_secret_name(tmp_path: Path) -> None:
+    """Every case of FISHTALK_API__API_KEY's suffix (all 1,024) is read as the API key, and
+    each is a name the tool environment refuses."""
+    letters = [i for i, c in enumerate("API__API_KEY") if c.isalpha()]
+    for uppers in itertools.product((False, True), repeat=len(letters)):
+        chars = list("api__api_key")
+        for i, up in zip(letters, uppers, strict=True):
+            chars[i] = chars[i].upper() if up else chars[i]
+        name = "FISHTALK_" + "".join(chars)
+        env = {paths.CONFIG_PATH_ENV: str(tmp_path / "absent.toml"), name: SECRET}
+        key = load_settings(env=env).api.api_key
+        assert key is not None, name
+        assert key.get_secret_value() == SECRET, name  # read...
+        assert is_secret_env_name(name), name  # ...so never passed to a tool
+        assert is_secret_env_name(name.lower()), name
+
+
+def test_secret_env_names() -> None:
+    assert SECRET_ENV_NAMES == ("FISHTALK_API__API_KEY", "FISH_API_KEY")
+    for name in ("FISHTALK_API__URL", "FISHTALK_API_KEY", "FISH_API_KEYS", "PATH", "API_KEY"):
+        assert not is_secret_env_name(name), name

@@ -172,6 +172,44 @@ def test_api_key_cannot_be_allowlisted() -> None:
         CommandSpec(name="x", argv=("true",), env_allowlist=("FISH_API_KEY",))
 
 
+KEY_SPELLINGS = (
+    "FISH_API_KEY",
+    "FISHTALK_API__API_KEY",
+    "FISHTALK_API__api_key",
+    "FISHTALK_api__Api_Key",
+    "fishtalk_api__api_key",
+    "fish_api_key",
+)
+"""Names fishtalk reads the key from (any case after the prefix), and case variants beyond."""
+
+
+async def test_the_key_under_any_spelling_never_reaches_a_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i, name in enumerate(KEY_SPELLINGS):
+        monkeypatch.setenv(name, f"sk-leak-{i}")
+    tool = script(tmp_path, "env.py", "import json, os\nprint(json.dumps(dict(os.environ)))\n")
+    spec = CommandSpec(
+        name="env",
+        argv=(PY, str(tool)),
+        approve="always",
+        extra_env={"FISHTALK_API__Api_key": "sk-leak-extra"},
+    )
+    outcome = await run_tool(spec)
+    assert outcome.status == "ok", outcome.error
+    dumped = json.dumps(outcome.result)
+    assert "sk-leak" not in dumped
+    assert not any(name.upper() in dumped.upper() for name in KEY_SPELLINGS)
+
+
+@pytest.mark.parametrize("name", KEY_SPELLINGS)
+def test_no_spelling_of_the_key_can_be_allowlisted(name: str) -> None:
+    with pytest.raises(ValueError, match="never passed"):
+        CommandSpec(name="x", argv=("true",), env_allowlist=("HOME", name))
+    spec = CommandSpec(name="x", argv=("true",))
+    assert name not in spec.child_env({name: "sk-x", "HOME": "/h"})
+
+
 async def test_stdout_flood_is_capped_and_killed(tmp_path: Path) -> None:
     tool = script(
         tmp_path,
