@@ -45,6 +45,7 @@ from pydantic import (
 from fishtalk import paths
 from fishtalk.errors import EXIT_USAGE, FishtalkError
 from fishtalk.protocol import TOOL_NAME_PATTERN
+from fishtalk.tui.actions import key_problems
 
 DEFAULT_API_URL: Final = "https://api.fish.audio"
 MAX_TOOL_TIMEOUT: Final = 120.0
@@ -169,7 +170,8 @@ class UiSettings(_Section):
     plain: bool | None = None
     """true = line-oriented output, false = full-screen TUI, unset = TUI when on a terminal."""
     keys: dict[str, str] = Field(default_factory=dict)
-    """Key bindings, action -> key (see the TUI's help screen for action names)."""
+    """Key bindings, action -> key (see the TUI's help screen for action names). Checked
+    when loading: an unknown action, or a key another action has, is a config error."""
 
 
 class ToolDecl(_Section):
@@ -279,9 +281,31 @@ def load_settings(
             _merge(merged, _nest(parts, value), sources, (), "from the command line")
 
     try:
-        return Settings.model_validate(merged)
+        settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, sources, path, file_text)) from None
+    _check_keys(settings.ui.keys, sources, path, file_text)
+    return settings
+
+
+def _check_keys(
+    keys: Mapping[str, str], sources: Sources, path: Path, file_text: str | None
+) -> None:
+    """Refuse an unknown action or a conflicting key in ``[ui] keys`` now, not when the TUI
+    starts (and not silently, as a key taken from another action would be)."""
+    problems = key_problems(keys)
+    if not problems:
+        return
+    first = problems[0]
+    loc = ("ui", "keys", first.action)
+    origin = _origin_of(loc, sources)
+    line = _find_line(file_text, loc) if origin == f"in {path}" else None
+    if line is not None:
+        origin = f"in {path}, line {line}"
+    message = f"invalid setting ui.keys.{first.action} {origin}: {first.message}"
+    if len(problems) > 1:
+        message += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
+    raise ConfigError(message)
 
 
 def _default_path(environ: Mapping[str, str]) -> Path:

@@ -524,20 +524,6 @@ async def test_actions_run_from_the_command_palette() -> None:
         assert session.state.muted
 
 
-def test_bad_key_action_in_config_is_a_usage_error() -> None:
-    from fishtalk.config import ConfigError, load_settings
-    from fishtalk.paths import CONFIG_PATH_ENV
-    from fishtalk.tui.run import run_tui
-
-    settings = load_settings(
-        env={CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"},
-        overrides={"ui.keys": {"explode": "f9"}, "session.agent_id": "a"},
-    )
-    with pytest.raises(ConfigError, match=r"\[ui.keys\]: unknown key action\(s\) explode") as info:
-        run_tui(settings)
-    assert info.value.exit_code == 2
-
-
 async def test_a_burst_of_updates_is_coalesced_into_few_frames() -> None:
     session = ScriptedSession()
     recorder = Recorder()

@@ -332,3 +332,67 @@ def test_secret_env_names() -> None:
     assert SECRET_ENV_NAMES == ("FISHTALK_API__API_KEY", "FISH_API_KEY")
     for name in ("FISHTALK_API__URL", "FISHTALK_API_KEY", "FISH_API_KEYS", "PATH", "API_KEY"):
         assert not is_secret_env_name(name), name
+
+
+# --- [ui] keys: checked when the config loads, not when the TUI starts -------------------
+
+
+def test_bad_key_action_in_config_is_a_usage_error() -> None:
+    """(Moved from tests/tui/test_app.py: the check now happens at load, before run_tui.)"""
+    with pytest.raises(ConfigError, match=r"ui.keys.explode.*unknown key action 'explode'") as info:
+        load_settings(
+            env={paths.CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"},
+            overrides={"ui.keys": {"explode": "f9"}, "session.agent_id": "a"},
+        )
+    assert info.value.exit_code == 2
+
+
+def test_unknown_key_action_names_file_line_and_key(tmp_path: Path) -> None:
+    path = write(tmp_path, '[api]\nurl = "https://x.example"\n\n[ui]\nkeys = {bogus = "f3"}\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, env={})
+    message = str(info.value)
+    assert message.startswith(f"invalid setting ui.keys.bogus in {path}, line 5: ")
+    assert "unknown key action 'bogus'" in message
+    assert "known: abort, focus, hangup, help, interrupt, mute, quit, spoken" in message
+    assert info.value.exit_code == EXIT_USAGE
+
+
+def test_a_key_taken_from_another_action_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, '[ui.keys]\nmute = "f3"\ninterrupt = "ctrl+x"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, env={})
+    message = str(info.value)
+    assert message.startswith(f"invalid setting ui.keys.interrupt in {path}, line 3: ")
+    assert "ctrl+x is already hangup's key (its default)" in message
+    assert info.value.exit_code == EXIT_USAGE
+
+
+def test_two_actions_on_one_key_are_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, '[ui.keys]\nmute = "f3"\nspoken = "f4,f3"\n')
+    with pytest.raises(ConfigError, match=r"ui.keys.spoken .*line 3: .*f3 is already mute's key;"):
+        load_settings(path, env={})
+
+
+def test_reserved_keys_are_refused_from_any_layer() -> None:
+    env = {paths.CONFIG_PATH_ENV: "/nonexistent/x.toml", "FISHTALK_UI__KEYS": '{"hangup": "enter"}'}
+    with pytest.raises(ConfigError, match=r"ui.keys.hangup from \$FISHTALK_UI__KEYS: .*enter"):
+        load_settings(env=env)
+
+
+def test_good_rebindings_load(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        '[ui.keys]\ninterrupt = "ctrl+x"\nhangup = "escape"\nmute = ""\nhelp = "f1"\n',
+    )
+    keys = load_settings(path, env={}).ui.keys
+    assert keys == {"interrupt": "ctrl+x", "hangup": "escape", "mute": "", "help": "f1"}
+
+
+def test_the_action_table_is_free_of_textual() -> None:
+    import subprocess
+    import sys
+
+    probe = "import sys, fishtalk.config, fishtalk.tui.actions; print('textual' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr
