@@ -607,6 +607,8 @@ def _fail(message: str, code: int) -> NoReturn:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI, mapping errors to one line and an exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if not args:
+        args = ["--help"]  # bare `fishtalk`: the help, exit 0 (click's no_args_is_help exits 2)
     # --debug must be known even when parsing fails before the callback ran.
     _state.debug = "--debug" in args or os.environ.get("FISHTALK_DEBUG", "") not in ("", "0")
     command = typer.main.get_command(app)

@@ -93,7 +93,7 @@ async def test_notify_bell_and_toast_hook(pty_pair: tuple[int, str]) -> None:
     outcome = await call("notify", {"title": "Done", "message": "\x1b[2Jbuild ok"}, options)
     assert outcome.status == "ok", outcome.error
     assert read_all(master) == b"\x07"
-    assert toasts == [("Done", " [2Jbuild ok")]  # escape sequences neutralised
+    assert toasts == [("Done", "build ok")]  # escape sequences removed whole (fishtalk.text)
 
 
 async def test_get_local_context(
