@@ -99,7 +99,7 @@ class PlainRenderer:
             seen.agent_state = state.agent_state
             self.line(f"* agent {clean(state.agent_state)}")
         for notice in state.notices[seen.notices :]:
-            if not notice.text.startswith(("Reconnect", "The agent joined")):
+            if notice.kind not in ("reconnecting", "reconnected", "agent_joined"):
                 self.line(f"* {clean(notice.text)}")
         seen.notices = len(state.notices)
         self._transcript(state)

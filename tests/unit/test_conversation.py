@@ -316,6 +316,28 @@ def test_agent_joined_notice_once() -> None:
     assert [n.text for n in s.notices] == ["The agent joined."]
 
 
+def test_notices_say_what_they_are_about() -> None:
+    """Front ends pick notices by ``kind``, never by their English text."""
+    s, _ = run(
+        [
+            *ready(),
+            c.Reconnecting(2.0),
+            c.Reconnected(3.0, (AGENT,)),
+            c.AddNotice("audio fell back to text-only", 3.5, kind="audio"),
+            c.AddNotice("something else", 3.6),
+            ev(SessionEnded(reason="agent_hangup"), 4.0),
+        ]
+    )
+    assert [n.kind for n in s.notices] == [
+        "agent_joined",
+        "reconnecting",
+        "reconnected",
+        "audio",
+        "info",
+        "session_ending",
+    ]
+
+
 def test_unknown_agent_state_is_kept() -> None:
     s, _ = run([*ready(), agent_state("pondering", 2.0)])
     assert s.agent_state == "pondering"

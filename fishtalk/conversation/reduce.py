@@ -26,18 +26,81 @@ so front ends may keep references to old ones safely.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Final, Literal, TypeAlias
+from dataclasses import replace
+from typing import Final, TypeAlias
 
-from pydantic import JsonValue
-
+from fishtalk.conversation.effects import (
+    TIMER_AGENT_JOIN,
+    TIMER_ENDED_GRACE,
+    TIMER_MAX_DURATION,
+    CancelTimer,
+    Effect,
+    RunClientTool,
+    ScheduleTimer,
+    SendClientEvent,
+    SetMicrophoneMuted,
+    Teardown,
+)
+from fishtalk.conversation.inputs import (
+    AddNotice,
+    AgentEventReceived,
+    AttributesChanged,
+    ClientToolFinished,
+    Connected,
+    ConnectFailed,
+    Disconnected,
+    Hangup,
+    Input,
+    Interrupt,
+    LocalError,
+    MalformedAgentEvent,
+    ParticipantJoined,
+    ParticipantLeft,
+    Reconnected,
+    Reconnecting,
+    SendText,
+    SetMuted,
+    SetSpoken,
+    SignalActivity,
+    TimerFired,
+    TranscriptStreamChunk,
+    TranscriptStreamClosed,
+    TranscriptStreamOpened,
+)
+from fishtalk.conversation.reasons import (
+    _AGENT_SIDE_DISCONNECTS,
+    END_AGENT_HANGUP,
+    END_CONNECTION_FAILED,
+    END_CONNECTION_LOST,
+    END_CONVERSATION_TIMEOUT,
+    END_USER_HANGUP,
+    describe_end_reason,
+    describe_error,
+)
+from fishtalk.conversation.state import (
+    MAX_DEBUG_SAMPLES,
+    MAX_ERRORS,
+    MAX_NOTICES,
+    MAX_ORPHANS,
+    PREVIEW_CHARS,
+    ClientCall,
+    Clock,
+    ErrorEntry,
+    Mode,
+    Notice,
+    NoticeKind,
+    OrphanChunk,
+    QueuedMessage,
+    Role,
+    Segment,
+    State,
+    ToolCard,
+    TranscriptStream,
+)
 from fishtalk.protocol import (
     ATTR_AGENT_STATE,
     AgentError,
-    AgentEvent,
     ClientToolCall,
-    ClientToolResult,
     SessionEnded,
     ToolCompleted,
     ToolFailed,
@@ -48,6 +111,9 @@ from fishtalk.protocol import (
     UserInterrupt,
     UserMessage,
 )
+
+Result: TypeAlias = tuple[State, list[Effect]]
+"""The new state and the effects to execute, in order."""
 
 # --- constants --------------------------------------------------------------------------
 
@@ -60,652 +126,6 @@ MAX_DURATION_SLACK: Final = 10.0
 session (the server normally ends it first, announcing ``conversation_timeout``)."""
 ACTIVITY_THROTTLE: Final = 1.0
 """Minimum seconds between two ``user.activity`` events actually sent."""
-
-TIMER_AGENT_JOIN: Final = "agent_join"
-TIMER_ENDED_GRACE: Final = "session_ended_grace"
-TIMER_MAX_DURATION: Final = "max_duration"
-TIMER_NAMES: Final = (TIMER_AGENT_JOIN, TIMER_ENDED_GRACE, TIMER_MAX_DURATION)
-
-# End reasons (an open set: any string the agent announces is kept as given).
-END_USER_HANGUP: Final = "user_hangup"
-END_AGENT_HANGUP: Final = "agent_hangup"
-END_CONVERSATION_TIMEOUT: Final = "conversation_timeout"
-END_ESCALATED: Final = "escalated"
-END_CONNECTION_LOST: Final = "connection_lost"
-END_CONNECTION_FAILED: Final = "connection_failed"
-END_SESSION_EXPIRED: Final = "session_expired"
-
-END_REASON_TEXT: Final[Mapping[str, str]] = {
-    END_USER_HANGUP: "You hung up.",
-    END_AGENT_HANGUP: "The agent ended the call.",
-    END_CONVERSATION_TIMEOUT: "The conversation reached its maximum duration.",
-    END_ESCALATED: "The conversation was escalated.",
-    END_CONNECTION_LOST: "The connection to the agent was lost.",
-    END_CONNECTION_FAILED: "Could not connect to the agent.",
-    END_SESSION_EXPIRED: "The session grant expired before it was used.",
-}
-
-# Transport disconnect reasons (LiveKit DisconnectReason names) that mean the agent side
-# ended the call rather than the network failing; the web SDK reads them the same way.
-_AGENT_SIDE_DISCONNECTS: Final = frozenset({"AGENT_LEFT", "ROOM_DELETED", "ROOM_CLOSED"})
-
-ERROR_TEXT: Final[Mapping[str, str]] = {
-    "provider_error": "An upstream model or voice provider failed during the session.",
-    "internal_error": "The agent runtime hit an internal error.",
-    "tool_failed": "A client tool failed.",
-    "tool_timeout": "A client tool timed out.",
-    "connection_failed": "Could not establish the realtime session.",
-    "session_expired": "The session grant expired before it was used.",
-    "session_request_failed": "The session request failed.",
-    "agent_not_public": "This agent is not public; an API key is required.",
-    "origin_forbidden": "The agent does not allow this Origin.",
-    "unsupported_transport": "The server offered a transport fishtalk does not support.",
-    "mic_permission_denied": "The microphone could not be opened.",
-    "device_change_failed": "The audio device could not be used.",
-}
-"""A human sentence for every known error code (web SDK codes plus the agent's)."""
-
-MAX_ERRORS: Final = 200
-MAX_NOTICES: Final = 200
-MAX_DEBUG_SAMPLES: Final = 10
-MAX_ORPHANS: Final = 64
-PREVIEW_CHARS: Final = 200
-
-# --- small types ------------------------------------------------------------------------
-
-Status: TypeAlias = Literal["connecting", "connected", "reconnecting", "ended"]
-Mode: TypeAlias = Literal["listening", "thinking", "speaking"]
-Role: TypeAlias = Literal["user", "agent"]
-ToolStatus: TypeAlias = Literal["running", "completed", "failed"]
-"""The agent-side lifecycle of a tool card (from ``tool.*`` events)."""
-ClientToolStatus: TypeAlias = Literal["running", "ok", "error", "timeout", "declined", "unknown"]
-"""The local outcome of a client tool call (``unknown`` = no handler registered)."""
-ClientEventOut: TypeAlias = (
-    UserMessage | UserActivity | UserInterrupt | UserHangup | ClientToolResult
-)
-"""Any client event the reducer may ask the session to publish."""
-
-
-def describe_error(code: str) -> str:
-    """A one-line human sentence for an error code (unknown codes are named as given)."""
-    return ERROR_TEXT.get(code, f"The agent reported an error ({code}).")
-
-
-def describe_end_reason(reason: str) -> str:
-    """A one-line human sentence for an end reason (unknown reasons are named as given)."""
-    return END_REASON_TEXT.get(reason, f"The session ended ({reason}).")
-
-
-# --- state ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """One transcript line, keyed by ``segment_id``, in first-seen order (``seq``)."""
-
-    seq: int
-    """Position in the conversation timeline (shared with :class:`ToolCard`)."""
-    segment_id: str
-    """The ``lk.segment_id`` attribute, or a local id (``typed-N``) for typed messages."""
-    role: Role
-    identity: str | None
-    """Sender identity (None for typed messages)."""
-    text: str
-    final: bool
-    """User: a final transcript arrived. Agent: the segment closed (done speaking)."""
-    open: bool = False
-    """A transcript stream for this segment is open (agent: still speaking)."""
-    interrupted: bool = False
-    """Agent segment cut short by a local interrupt; later chunks were dropped."""
-    typed: bool = False
-    """A message the user typed (rendered locally, no server echo)."""
-    queued: bool = False
-    """Typed message not sent yet (waiting for the agent, or the session ended first)."""
-    audio: bool | None = None
-    """Typed messages: whether the agent was asked to speak its reply."""
-    started_at: float = 0.0
-    updated_at: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class ClientCall:
-    """The local side of a ``client_tool.call``: what we ran and how it went."""
-
-    tool_name: str
-    params: Mapping[str, JsonValue]
-    expects_response: bool
-    status: ClientToolStatus = "running"
-    result_preview: str | None = None
-    """The serialised result (or error text), cut to :data:`PREVIEW_CHARS`."""
-    error: str | None = None
-    started_at: float = 0.0
-    ended_at: float | None = None
-
-    @property
-    def duration(self) -> float | None:
-        """Seconds the local handler ran, once finished."""
-        return None if self.ended_at is None else max(0.0, self.ended_at - self.started_at)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCard:
-    """One tool invocation keyed by ``call_id``; renders from a terminal event alone."""
-
-    seq: int
-    call_id: str
-    tool_name: str
-    source: str
-    """Open set (``client``, ``webhook``, ``mcp``, ``builtin``, ``background``, ...)."""
-    status: ToolStatus = "running"
-    input: str | None = None
-    input_truncated: bool = False
-    output: str | None = None
-    output_truncated: bool = False
-    error: str | None = None
-    node_id: str | None = None
-    started_at: float | None = None
-    """When ``tool.started`` arrived (None if it was missed)."""
-    ended_at: float | None = None
-    """When the terminal event arrived."""
-    client: ClientCall | None = None
-    """Set when the agent asked us to run this tool locally."""
-
-    @property
-    def duration(self) -> float | None:
-        """Agent-side duration, when both the start and the terminal event were seen."""
-        if self.started_at is None or self.ended_at is None:
-            return None
-        return max(0.0, self.ended_at - self.started_at)
-
-    @property
-    def display_status(self) -> str:
-        """What to show: the agent's terminal status, else the local outcome, else running."""
-        if self.status != "running":
-            return self.status
-        if self.client is not None:
-            return self.client.status
-        return "running"
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorEntry:
-    """An error to show: a code plus a human sentence (and optional detail)."""
-
-    code: str
-    message: str
-    at: float
-    detail: str | None = None
-    call_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Notice:
-    """An informational line (reconnecting, agent joined, message queued, ...)."""
-
-    text: str
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class Clock:
-    """The session clock. All times are monotonic seconds from the inputs."""
-
-    connected_at: float | None = None
-    join_deadline: float | None = None
-    """Set while waiting for the agent's first state."""
-    ended_grace_deadline: float | None = None
-    """Set after ``session.ended`` until the session ends."""
-    max_duration_seconds: int | None = None
-    """From the grant."""
-    max_duration_deadline: float | None = None
-    """``connected_at + max_duration_seconds`` (the server's limit, approximately)."""
-    ended_at: float | None = None
-    now: float = 0.0
-    """The latest ``at`` seen (never goes backwards)."""
-
-    def elapsed(self) -> float:
-        """Seconds connected so far (up to the end, once ended)."""
-        if self.connected_at is None:
-            return 0.0
-        end = self.ended_at if self.ended_at is not None else self.now
-        return max(0.0, end - self.connected_at)
-
-    def remaining(self) -> float | None:
-        """Seconds left before the max duration, when known."""
-        if self.max_duration_deadline is None:
-            return None
-        end = self.ended_at if self.ended_at is not None else self.now
-        return max(0.0, self.max_duration_deadline - end)
-
-
-@dataclass(frozen=True, slots=True)
-class Debug:
-    """Counters for a debug view: what arrived that we could not use."""
-
-    malformed_events: int = 0
-    unknown_events: int = 0
-    ignored_inputs: int = 0
-    """Inputs that arrived out of place (duplicates, late, after the end)."""
-    dropped_chunks: int = 0
-    """Agent transcript chunks dropped after a local interrupt."""
-    recent_malformed: tuple[str, ...] = ()
-    """The last few malformed packets: ``"<error>: <preview>"``."""
-    recent_unknown_types: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class QueuedMessage:
-    """A typed message waiting to be sent, with the transcript segment that shows it."""
-
-    segment_id: str
-    message: UserMessage
-
-
-@dataclass(frozen=True, slots=True)
-class TranscriptStream:
-    """Bookkeeping for one open ``lk.transcription`` text stream (internal to the reducer)."""
-
-    stream_id: str
-    segment_id: str
-    role: Role
-    final: bool
-    text: str = ""
-    """User streams: the text received so far (each user stream is a whole update)."""
-
-
-@dataclass(frozen=True, slots=True)
-class OrphanChunk:
-    """A chunk or close that arrived before its stream was opened (internal)."""
-
-    stream_id: str
-    text: str | None
-    """Chunk text, or None for a close."""
-    final: bool | None = None
-    at: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class State:
-    """Everything a front end shows, as one immutable snapshot."""
-
-    status: Status = "connecting"
-    end_reason: str | None = None
-    """Set once ``status == "ended"``: a known reason or whatever the agent announced."""
-    announced_end_reason: str | None = None
-    """The ``session.ended`` reason, held until the session actually ends."""
-    local_identity: str | None = None
-    agent_identity: str | None = None
-    agent_joined: bool = False
-    """The agent participant is in the room."""
-    agent_ready: bool = False
-    """The agent has published a state at least once (gates typed messages)."""
-    agent_state: str | None = None
-    """The sticky ``lk.agent.state`` value (open set; see ``protocol.AGENT_STATES``)."""
-    mode: Mode = "listening"
-    muted: bool = False
-    spoken: bool = False
-    """Whether typed turns ask for a spoken reply (the web SDK default is text-only)."""
-    transcript: tuple[Segment, ...] = ()
-    tools: tuple[ToolCard, ...] = ()
-    errors: tuple[ErrorEntry, ...] = ()
-    notices: tuple[Notice, ...] = ()
-    queued: tuple[QueuedMessage, ...] = ()
-    clock: Clock = field(default_factory=Clock)
-    debug: Debug = field(default_factory=Debug)
-    streams: tuple[TranscriptStream, ...] = ()
-    """Open transcript streams (internal bookkeeping)."""
-    orphans: tuple[OrphanChunk, ...] = ()
-    """Stream chunks/closes seen before their open (internal bookkeeping)."""
-    next_seq: int = 0
-    typed_count: int = 0
-    last_activity_sent_at: float | None = None
-
-    @property
-    def ended(self) -> bool:
-        """Whether the session has ended (terminal)."""
-        return self.status == "ended"
-
-    def segment(self, segment_id: str) -> Segment | None:
-        """The transcript segment with this id, if any."""
-        # Newest first: updates almost always hit the latest segments.
-        for seg in reversed(self.transcript):
-            if seg.segment_id == segment_id:
-                return seg
-        return None
-
-    def tool(self, call_id: str) -> ToolCard | None:
-        """The tool card with this call id, if any."""
-        for card in self.tools:
-            if card.call_id == call_id:
-                return card
-        return None
-
-    def timeline(self) -> tuple[Segment | ToolCard, ...]:
-        """Transcript segments and tool cards interleaved in conversation order."""
-        items: list[Segment | ToolCard] = [*self.transcript, *self.tools]
-        items.sort(key=lambda item: item.seq)
-        return tuple(items)
-
-    @property
-    def speaking_segment(self) -> Segment | None:
-        """The agent segment currently being spoken (open, not interrupted), if any."""
-        for seg in reversed(self.transcript):
-            if seg.role == "agent" and seg.open and not seg.interrupted:
-                return seg
-        return None
-
-
-def initial_state(
-    *,
-    local_identity: str | None = None,
-    max_duration_seconds: int | None = None,
-    spoken: bool = False,
-    muted: bool = False,
-) -> State:
-    """The state before connecting. ``max_duration_seconds`` comes from the session grant."""
-    return State(
-        local_identity=local_identity,
-        spoken=spoken,
-        muted=muted,
-        clock=Clock(max_duration_seconds=max_duration_seconds),
-    )
-
-
-# --- inputs -----------------------------------------------------------------------------
-# Every input carries ``at``: monotonic seconds on the session's clock.
-
-
-@dataclass(frozen=True, slots=True)
-class Connected:
-    """The room connection succeeded (the first time)."""
-
-    local_identity: str
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectFailed:
-    """Connecting failed, or the grant was refused before connecting.
-
-    ``code`` becomes both the error code and the end reason (``connection_failed``,
-    ``session_expired``, ...).
-    """
-
-    at: float
-    code: str = END_CONNECTION_FAILED
-    detail: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Reconnecting:
-    """The transport dropped and the SDK is trying to resume or rejoin."""
-
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class Reconnected:
-    """The transport is back (resumed or rejoined).
-
-    ``remote_identities``: the remote participants in the room now. With no replay, an
-    agent missing from it is taken as gone. Re-read sticky attributes by feeding
-    :class:`ParticipantJoined` / :class:`AttributesChanged` afterwards.
-    """
-
-    at: float
-    remote_identities: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Disconnected:
-    """The room disconnected for good. ``reason``: the LiveKit DisconnectReason name."""
-
-    at: float
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ParticipantJoined:
-    """A remote participant is in the room (joined now, or already there on connect)."""
-
-    identity: str
-    at: float
-    is_agent: bool = True
-    attributes: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class ParticipantLeft:
-    """A remote participant left the room."""
-
-    identity: str
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class AttributesChanged:
-    """A participant's attributes changed; ``changed`` holds the new values."""
-
-    identity: str
-    changed: Mapping[str, str]
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class TranscriptStreamOpened:
-    """An ``lk.transcription`` text stream opened (its header arrived)."""
-
-    stream_id: str
-    segment_id: str
-    identity: str
-    final: bool
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class TranscriptStreamChunk:
-    """A chunk of text on an open transcript stream."""
-
-    stream_id: str
-    segment_id: str
-    text: str
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class TranscriptStreamClosed:
-    """A transcript stream closed. ``final``: the trailer's final attribute, if it had one."""
-
-    stream_id: str
-    segment_id: str
-    at: float
-    final: bool | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AgentEventReceived:
-    """A decoded ``agent-event`` packet (known or unknown type)."""
-
-    event: AgentEvent
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class MalformedAgentEvent:
-    """An ``agent-event`` packet that failed to decode."""
-
-    error: str
-    preview: str
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class ClientToolFinished:
-    """A client tool call finished locally (from ``fishtalk.tools.ToolOutcome``).
-
-    When ``result_event`` is set the reducer asks the session to publish it, so every send
-    goes through one place (and nothing is sent after the session ended).
-    """
-
-    call_id: str
-    status: ClientToolStatus
-    at: float
-    result_preview: str | None = None
-    error: str | None = None
-    result_event: ClientToolResult | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TimerFired:
-    """A timer scheduled with :class:`ScheduleTimer` reached its deadline."""
-
-    name: str
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class SendText:
-    """Command: the user typed a message. ``audio=None`` follows the spoken toggle."""
-
-    text: str
-    at: float
-    audio: bool | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SignalActivity:
-    """Command: the user is active (typing); sent as ``user.activity``, throttled."""
-
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class Interrupt:
-    """Command: interrupt the agent's current speech."""
-
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class SetMuted:
-    """Command: mute or unmute the microphone."""
-
-    muted: bool
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class SetSpoken:
-    """Command: whether typed turns should get spoken replies."""
-
-    spoken: bool
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class Hangup:
-    """Command: end the session (sends ``user.hangup``, then tears down; twice is harmless)."""
-
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class LocalError:
-    """Something failed locally that the user should see (send failure, audio device...)."""
-
-    code: str
-    at: float
-    detail: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AddNotice:
-    """An informational line from the session (e.g. audio fell back to text-only)."""
-
-    text: str
-    at: float
-
-
-Input: TypeAlias = (
-    Connected
-    | ConnectFailed
-    | Reconnecting
-    | Reconnected
-    | Disconnected
-    | ParticipantJoined
-    | ParticipantLeft
-    | AttributesChanged
-    | TranscriptStreamOpened
-    | TranscriptStreamChunk
-    | TranscriptStreamClosed
-    | AgentEventReceived
-    | MalformedAgentEvent
-    | ClientToolFinished
-    | TimerFired
-    | SendText
-    | SignalActivity
-    | Interrupt
-    | SetMuted
-    | SetSpoken
-    | Hangup
-    | LocalError
-    | AddNotice
-)
-"""Everything the reducer accepts."""
-
-# --- effects ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SendClientEvent:
-    """Publish this event on the ``client-event`` topic (reliable)."""
-
-    event: ClientEventOut
-
-
-@dataclass(frozen=True, slots=True)
-class RunClientTool:
-    """Run this client tool call (``fishtalk.tools.ToolRunner.run``), then feed back a
-    :class:`ClientToolFinished`."""
-
-    call: ClientToolCall
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleTimer:
-    """Start (or restart) the named timer; feed :class:`TimerFired` at ``deadline``."""
-
-    name: str
-    deadline: float
-
-
-@dataclass(frozen=True, slots=True)
-class CancelTimer:
-    """Cancel the named timer if it is pending (a late fire is ignored anyway)."""
-
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class SetMicrophoneMuted:
-    """Mute or unmute the published microphone track."""
-
-    muted: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Teardown:
-    """The session has ended: cancel client tools, disconnect, release audio. Emitted once."""
-
-    reason: str
-
-
-Effect: TypeAlias = (
-    SendClientEvent | RunClientTool | ScheduleTimer | CancelTimer | SetMicrophoneMuted | Teardown
-)
-"""Everything the reducer may ask the session to do."""
-
-Result: TypeAlias = tuple[State, list[Effect]]
 
 # --- reducer ----------------------------------------------------------------------------
 
@@ -751,8 +171,8 @@ def _add_error(
     return replace(state, errors=errors[_bounded(errors, MAX_ERRORS) :])
 
 
-def _add_notice(state: State, text: str, at: float) -> State:
-    notices = (*state.notices, Notice(text=text, at=at))
+def _add_notice(state: State, text: str, at: float, kind: NoticeKind) -> State:
+    notices = (*state.notices, Notice(text=text, at=at, kind=kind))
     return replace(state, notices=notices[_bounded(notices, MAX_NOTICES) :])
 
 
@@ -881,7 +301,7 @@ def _learn_agent(state: State, identity: str, at: float) -> State:
     if state.agent_identity == identity and state.agent_joined:
         return state
     state = replace(state, agent_identity=identity, agent_joined=True)
-    return _add_notice(state, "The agent joined.", at)
+    return _add_notice(state, "The agent joined.", at, "agent_joined")
 
 
 # --- handlers: connection ---------------------------------------------------------------
@@ -915,7 +335,9 @@ def _on_connect_failed(state: State, inp: ConnectFailed) -> Result:
 def _on_reconnecting(state: State, inp: Reconnecting) -> Result:
     if state.status != "connected":
         return _ignored(state), []
-    state = _add_notice(replace(state, status="reconnecting"), "Reconnecting…", inp.at)
+    state = _add_notice(
+        replace(state, status="reconnecting"), "Reconnecting…", inp.at, "reconnecting"
+    )
     return state, []
 
 
@@ -930,7 +352,7 @@ def _on_reconnected(state: State, inp: Reconnected) -> Result:
     ):
         # No replay and no agent left after the reconnect: the agent is gone.
         return _end(state, _agent_gone_reason(state), inp.at)
-    state = _add_notice(state, "Reconnected.", inp.at)
+    state = _add_notice(state, "Reconnected.", inp.at, "reconnected")
     return _flush_queue(state)
 
 
@@ -1215,7 +637,7 @@ def _on_session_ended(state: State, ev: SessionEnded, at: float) -> Result:
         announced_end_reason=ev.reason,
         clock=replace(state.clock, ended_grace_deadline=deadline),
     )
-    state = _add_notice(state, describe_end_reason(ev.reason), at)
+    state = _add_notice(state, describe_end_reason(ev.reason), at, "session_ending")
     return state, [ScheduleTimer(TIMER_ENDED_GRACE, deadline)]
 
 
@@ -1356,7 +778,7 @@ def _on_local_error(state: State, inp: LocalError) -> Result:
 
 
 def _on_notice(state: State, inp: AddNotice) -> Result:
-    return _add_notice(state, inp.text, inp.at), []
+    return _add_notice(state, inp.text, inp.at, inp.kind), []
 
 
 def _dispatch(state: State, inp: Input) -> Result:
@@ -1439,74 +861,3 @@ _INPUT_TYPES: Final = (
 # After the end only local bookkeeping still applies (state only, no effects but a result
 # for a tool that finished as the session ended, which is then dropped).
 _AFTER_END: Final = (ClientToolFinished, SetMuted, SetSpoken, MalformedAgentEvent)
-
-__all__ = [
-    "ACTIVITY_THROTTLE",
-    "AGENT_JOIN_TIMEOUT",
-    "END_AGENT_HANGUP",
-    "END_CONNECTION_FAILED",
-    "END_CONNECTION_LOST",
-    "END_CONVERSATION_TIMEOUT",
-    "END_ESCALATED",
-    "END_REASON_TEXT",
-    "END_SESSION_EXPIRED",
-    "END_USER_HANGUP",
-    "ERROR_TEXT",
-    "MAX_DURATION_SLACK",
-    "SESSION_ENDED_GRACE",
-    "TIMER_AGENT_JOIN",
-    "TIMER_ENDED_GRACE",
-    "TIMER_MAX_DURATION",
-    "TIMER_NAMES",
-    "AddNotice",
-    "AgentEventReceived",
-    "AttributesChanged",
-    "CancelTimer",
-    "ClientCall",
-    "ClientEventOut",
-    "ClientToolFinished",
-    "ClientToolStatus",
-    "Clock",
-    "ConnectFailed",
-    "Connected",
-    "Debug",
-    "Disconnected",
-    "Effect",
-    "ErrorEntry",
-    "Hangup",
-    "Input",
-    "Interrupt",
-    "LocalError",
-    "MalformedAgentEvent",
-    "Mode",
-    "Notice",
-    "ParticipantJoined",
-    "ParticipantLeft",
-    "QueuedMessage",
-    "Reconnected",
-    "Reconnecting",
-    "Result",
-    "Role",
-    "RunClientTool",
-    "ScheduleTimer",
-    "Segment",
-    "SendClientEvent",
-    "SendText",
-    "SetMicrophoneMuted",
-    "SetMuted",
-    "SetSpoken",
-    "SignalActivity",
-    "State",
-    "Status",
-    "Teardown",
-    "TimerFired",
-    "ToolCard",
-    "ToolStatus",
-    "TranscriptStreamChunk",
-    "TranscriptStreamClosed",
-    "TranscriptStreamOpened",
-    "describe_end_reason",
-    "describe_error",
-    "initial_state",
-    "reduce",
-]
