@@ -30,7 +30,7 @@ END_REASON_TEXT: Final[Mapping[str, str]] = {
 
 # Transport disconnect reasons (LiveKit DisconnectReason names) that mean the agent side
 # ended the call rather than the network failing; the web SDK reads them the same way.
-_AGENT_SIDE_DISCONNECTS: Final = frozenset({"AGENT_LEFT", "ROOM_DELETED", "ROOM_CLOSED"})
+AGENT_SIDE_DISCONNECTS: Final = frozenset({"AGENT_LEFT", "ROOM_DELETED", "ROOM_CLOSED"})
 
 ERROR_TEXT: Final[Mapping[str, str]] = {
     "provider_error": "An upstream model or voice provider failed during the session.",

@@ -141,11 +141,11 @@ def _check(state: c.State) -> None:
     assert [t.seq for t in state.tools] == sorted(t.seq for t in state.tools)
     all_seqs = seqs + [t.seq for t in state.tools]
     assert len(all_seqs) == len(set(all_seqs))
-    assert all(s < state.next_seq for s in all_seqs)
+    assert all(s < state._internal.next_seq for s in all_seqs)
     assert (state.mode == "speaking") == (state.speaking_segment is not None)
     assert (state.status == "ended") == (state.end_reason is not None)
     if state.ended:
-        assert state.streams == ()
+        assert state._internal.streams == ()
         assert not any(seg.open for seg in state.transcript if seg.role == "agent")
     elif state.queued:
         assert not (state.agent_ready and state.status == "connected")
@@ -153,7 +153,7 @@ def _check(state: c.State) -> None:
     if not state.ended:
         assert queued_ids == {seg.segment_id for seg in state.transcript if seg.queued}
     assert len(state.errors) <= c.MAX_ERRORS
-    assert len(state.orphans) <= c.MAX_ORPHANS
+    assert len(state._internal.orphans) <= c.MAX_ORPHANS
     for card in state.tools:
         if card.duration is not None:
             assert card.duration >= 0
