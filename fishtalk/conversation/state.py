@@ -308,6 +308,10 @@ class Log(Generic[T]):
         the same objects, which is what makes comparing two logs cheap."""
         return (*self._blocks, self._tail)
 
+    def key(self, item: T) -> str:
+        """The id this log keys ``item`` by."""
+        return self._key(item)
+
     def last(self) -> T | None:
         """The newest item, if any."""
         if self._tail:

@@ -194,3 +194,43 @@ def test_any_script_keeps_the_invariants(script: list[c.Input]) -> None:
     assert len(runs) == len(set(runs))  # a call id never runs twice
     typed = [seg.text for seg in state.transcript if seg.typed and not seg.queued]
     assert typed_sent == typed  # sent exactly once each, in the order typed
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scripts())
+def test_replaying_the_changes_rebuilds_the_conversation(script: list[c.Input]) -> None:
+    """Applying only the events of ``changes()`` to an empty picture gives the final
+    transcript text, tool card statuses, errors and end, and ``ended`` comes once, last."""
+    state = c.initial_state(max_duration_seconds=30)
+    texts: dict[str, str] = {}
+    cards: dict[str, str] = {}
+    errors = 0
+    ended: list[str] = []
+    for inp in script:
+        new, _ = c.reduce(state, inp)
+        events = c.changes(state, new)
+        if ended:  # after the end only local bookkeeping changes
+            assert all(
+                isinstance(e, c.MutedChanged | c.SpokenChanged | c.ToolCardChanged | c.ErrorAdded)
+                for e in events
+            )
+        for event in events:
+            if isinstance(event, c.SegmentOpened):
+                assert event.segment.segment_id not in texts
+                texts[event.segment.segment_id] = event.segment.text
+            elif isinstance(event, c.SegmentGrew):
+                texts[event.segment.segment_id] += event.delta
+            elif isinstance(event, c.InterimReplaced):
+                assert texts[event.segment.segment_id] == event.previous_text
+                texts[event.segment.segment_id] = event.segment.text
+            elif isinstance(event, c.ToolCardAdded | c.ToolCardChanged):
+                cards[event.card.call_id] = event.card.display_status
+            elif isinstance(event, c.ErrorAdded):
+                errors += 1
+            elif isinstance(event, c.Ended):
+                ended.append(event.reason)
+        state = new
+    assert texts == {seg.segment_id: seg.text for seg in state.transcript}
+    assert cards == {card.call_id: card.display_status for card in state.tools}
+    assert errors >= len(state.errors)
+    assert ended == ([state.end_reason] if state.ended else [])
