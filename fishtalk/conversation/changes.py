@@ -172,7 +172,13 @@ class ToolCardChanged(_Event):
 
     kind: ClassVar[str] = "tool_card_changed"
     card: ToolCard
-    previous_status: str
+    previous: ToolCard
+    """The card as it was before."""
+
+    @property
+    def previous_status(self) -> str:
+        """What the card showed before (``display_status``)."""
+        return self.previous.display_status
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +271,7 @@ def changes(previous: State, current: State) -> list[Change]:
         if old_card is None:
             timeline.append((card.seq, 0, ToolCardAdded(card)))
         else:
-            timeline.append((card.seq, 0, ToolCardChanged(card, old_card.display_status)))
+            timeline.append((card.seq, 0, ToolCardChanged(card, old_card)))
     if len(timeline) > 1:
         timeline.sort(key=lambda entry: (entry[0], entry[1]))
     out += [event for _, _, event in timeline]

@@ -291,6 +291,12 @@ class Log(Generic[T]):
     def __iter__(self) -> Iterator[T]:
         return iter(self.items())
 
+    def __reversed__(self) -> Iterator[T]:
+        """Newest first, without building the whole tuple (stop early to stay cheap)."""
+        yield from reversed(self._tail)
+        for block in reversed(self._blocks):
+            yield from reversed(block)
+
     def items(self) -> tuple[T, ...]:
         """The live items, oldest first, as one tuple (built once per log, on demand)."""
         if self._items is None:
