@@ -326,6 +326,13 @@ class PlainChat:
         self._approvals.append(pending)
         if len(self._approvals) == 1:
             self._ask(pending.request)
+        else:
+            waiting = len(self._approvals) - 1
+            self._note(
+                f"another approval is waiting ({clean(request.tool_name)}); "
+                f"it is asked after the {'one' if waiting == 1 else f'{waiting}'} before it",
+                mark="?",
+            )
         try:
             return await pending.answer
         except asyncio.CancelledError:

@@ -61,6 +61,9 @@ async def test_two_pending_approvals_are_asked_in_turn() -> None:
     assert out.getvalue().count("? allow client tool guarded") == 1
     assert 'params: {"n": 1} [y/N]' in out.getvalue()
     assert '{"n": 2}' not in out.getvalue()
+    assert "? another approval is waiting (guarded); it is asked after the one before it" in (
+        out.getvalue()
+    )
 
     chat._on_line("y")  # answers the oldest, then the next question shows
     assert 'params: {"n": 2} [y/N]' in out.getvalue()
