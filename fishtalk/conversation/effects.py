@@ -1,4 +1,8 @@
-"""What the reducer asks the session to do (:data:`Effect`), and the timer names."""
+"""What the reducer asks the session to do (:data:`Effect`), and the timer names.
+
+The client events a :class:`SendClientEvent` carries (:data:`ClientEventOut`) are
+re-exported from the package too, as they were from the single module before.
+"""
 
 from __future__ import annotations
 
