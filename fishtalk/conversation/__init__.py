@@ -39,17 +39,12 @@ from fishtalk.conversation.effects import (
     TIMER_NAMES,
     CancelTimer,
     ClientEventOut,
-    ClientToolResult,
     Effect,
     RunClientTool,
     ScheduleTimer,
     SendClientEvent,
     SetMicrophoneMuted,
     Teardown,
-    UserActivity,
-    UserHangup,
-    UserInterrupt,
-    UserMessage,
 )
 from fishtalk.conversation.inputs import (
     AddNotice,
@@ -127,6 +122,13 @@ from fishtalk.conversation.state import (
     ToolStatus,
     TranscriptStream,
     initial_state,
+)
+from fishtalk.protocol import (
+    ClientToolResult,
+    UserActivity,
+    UserHangup,
+    UserInterrupt,
+    UserMessage,
 )
 
 __all__ = [
