@@ -20,7 +20,7 @@ REPLY_WORDS = ("It", "is", "sunny", "and", "warm", "with", "a", "light", "breeze
 USER = "user-bench"
 AGENT = "agent"
 MEASURED_TURNS = 50
-RUNS = 7
+RUNS = 9
 
 
 def _opening(at: float) -> list[conv.Input]:
@@ -101,36 +101,43 @@ def _after_segments(segments: int) -> conv.State:
     return state
 
 
-def _us_per_input(state: conv.State, first_turn: int) -> float:
-    """Best µs per input over :data:`RUNS` runs of :data:`MEASURED_TURNS` turns (the best,
-    not the median: on a shared machine the noise only ever adds time)."""
-    inputs = [
+def _inputs(first_turn: int) -> list[conv.Input]:
+    return [
         inp
         for n in range(first_turn, first_turn + MEASURED_TURNS)
         for inp in _turn(n, 1000.0 + n * 0.01)
     ]
-    samples = []
-    for _ in range(RUNS):
-        s = state
-        started = time.perf_counter()
-        for inp in inputs:
-            s, _ = conv.reduce(s, inp)
-        samples.append((time.perf_counter() - started) / len(inputs) * 1e6)
-    return min(samples)
+
+
+def _us_per_input(state: conv.State, inputs: list[conv.Input]) -> float:
+    """µs per input for one run of ``inputs`` from ``state``."""
+    s = state
+    started = time.perf_counter()
+    for inp in inputs:
+        s, _ = conv.reduce(s, inp)
+    return (time.perf_counter() - started) / len(inputs) * 1e6
 
 
 def main() -> None:
     """Measure and print the markdown section."""
-    rows: list[tuple[str, int, float]] = []
+    cases: list[tuple[str, conv.State, int]] = []
     for turns in (0, 100, 1_600, 6_400, 25_600):
-        state = _after_turns(turns)
-        rows.append((f"{turns:,} turns", len(state.transcript), _us_per_input(state, turns)))
+        cases.append((f"{turns:,} turns", _after_turns(turns), turns))
     for cards in (1_000, 10_000, 100_000):
-        state = _after_tool_cards(cards)
-        rows.append((f"{cards:,} tool cards", len(state.tools), _us_per_input(state, 0)))
+        cases.append((f"{cards:,} tool cards", _after_tool_cards(cards), 0))
     for segments in (1_000, 10_000, 100_000):
-        state = _after_segments(segments)
-        rows.append((f"{segments:,} segments", len(state.transcript), _us_per_input(state, 0)))
+        cases.append((f"{segments:,} segments", _after_segments(segments), 0))
+    # Round robin, best of RUNS per case: on a shared machine noise only ever adds time,
+    # and interleaving spreads it over every row alike.
+    best = [float("inf")] * len(cases)
+    inputs = [_inputs(first) for _, _, first in cases]
+    for _ in range(RUNS):
+        for i, (_, state, _) in enumerate(cases):
+            best[i] = min(best[i], _us_per_input(state, inputs[i]))
+    rows = [
+        (label, len(state.transcript) + len(state.tools), us)
+        for (label, state, _), us in zip(cases, best, strict=True)
+    ]
     per_turn = len(list(_turn(0, 1.0)))
     print("## reducer")
     print()
@@ -138,12 +145,12 @@ def main() -> None:
         f"`fishtalk.conversation.reduce` fed a realistic turn ({per_turn} inputs: interim and "
         "final user transcripts, tool events, a reply streamed word by word, a typed turn) "
         f"after a history of the given length; {MEASURED_TURNS} turns per run, best of "
-        f"{RUNS} runs. The reducer keeps the newest {conv.MAX_LIVE_SEGMENTS:,} segments and "
-        f"{conv.MAX_LIVE_TOOLS:,} tool cards live (older ones are counted), so the time per "
-        "input should not depend on the history."
+        f"{RUNS} runs taken round robin over the rows. The reducer keeps the newest "
+        f"{conv.MAX_LIVE_SEGMENTS:,} segments and {conv.MAX_LIVE_TOOLS:,} tool cards live "
+        "(older ones are counted), so the time per input should not depend on the history."
     )
     print()
-    print("| history before the measured turns | live entries kept | µs per input |")
+    print("| history before the measured turns | live segments + cards | µs per input |")
     print("|---|---:|---:|")
     for label, live, us in rows:
         print(f"| {label} | {live:,} | {us:.1f} |")
