@@ -1,15 +1,15 @@
-"""How many inputs per second the conversation reducer handles.
+"""How long the conversation reducer takes per input, and that it does not grow.
 
-A scripted, realistic input mix (connect, agent join and state changes, user interim and
-final transcripts, streamed agent replies chunk by chunk, tool events, typed turns) is fed
-to ``fishtalk.conversation.reduce``. State is immutable and the transcript is a tuple, so
-cost grows with the conversation: the rate is measured at several conversation lengths.
-Prints one markdown section.
+A scripted, realistic input mix (agent state changes, user interim and final transcripts,
+streamed agent replies chunk by chunk, tool events, typed turns, activity) is fed to
+``fishtalk.conversation.reduce`` after conversations of different lengths: 100 to 25,600
+turns, and histories of 1k, 10k and 100k tool cards or transcript segments. The reducer
+keeps a bounded live tail and shares unchanged blocks between states, so the time per
+input should be flat across every row. Prints one markdown section.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Iterator
 
@@ -19,6 +19,8 @@ from fishtalk import protocol as p
 REPLY_WORDS = ("It", "is", "sunny", "and", "warm", "with", "a", "light", "breeze", "today.")
 USER = "user-bench"
 AGENT = "agent"
+MEASURED_TURNS = 50
+RUNS = 9
 
 
 def _opening(at: float) -> list[conv.Input]:
@@ -61,53 +63,101 @@ def _turn(n: int, at: float) -> Iterator[conv.Input]:
     yield conv.SignalActivity(at=at)
 
 
-def _rate(turns_before: int, turns_measured: int) -> tuple[float, int]:
-    """Inputs per second while adding ``turns_measured`` turns after ``turns_before``."""
-    state = conv.initial_state()
-    at = 1.0
-    for inp in _opening(at):
-        state, _ = conv.reduce(state, inp)
-    for n in range(turns_before):
-        for inp in _turn(n, at):
-            state, _ = conv.reduce(state, inp)
-    inputs = [
-        inp for n in range(turns_before, turns_before + turns_measured) for inp in _turn(n, at)
-    ]
-    started = time.perf_counter()
+def _feed(state: conv.State, inputs: Iterator[conv.Input] | list[conv.Input]) -> conv.State:
     for inp in inputs:
         state, _ = conv.reduce(state, inp)
-    elapsed = time.perf_counter() - started
-    return len(inputs) / elapsed, len(state.transcript)
+    return state
+
+
+def _after_turns(turns: int) -> conv.State:
+    state = _feed(conv.initial_state(), _opening(1.0))
+    for n in range(turns):
+        state = _feed(state, _turn(n, 1.0 + n * 0.01))
+    return state
+
+
+def _after_tool_cards(cards: int) -> conv.State:
+    state = _feed(conv.initial_state(), _opening(1.0))
+    for n in range(cards):
+        call = f"hist-{n}"
+        state = _feed(
+            state,
+            [
+                conv.AgentEventReceived(
+                    p.ToolStarted(call_id=call, tool_name="t", tool_source="webhook"), at=1.0
+                ),
+                conv.AgentEventReceived(
+                    p.ToolCompleted(call_id=call, tool_name="t", tool_source="webhook"), at=1.0
+                ),
+            ],
+        )
+    return state
+
+
+def _after_segments(segments: int) -> conv.State:
+    state = _feed(conv.initial_state(), _opening(1.0))
+    for n in range(segments):
+        state, _ = conv.reduce(state, conv.SendText(f"line {n}", at=1.0))
+    return state
+
+
+def _inputs(first_turn: int) -> list[conv.Input]:
+    return [
+        inp
+        for n in range(first_turn, first_turn + MEASURED_TURNS)
+        for inp in _turn(n, 1000.0 + n * 0.01)
+    ]
+
+
+def _us_per_input(state: conv.State, inputs: list[conv.Input]) -> float:
+    """µs per input for one run of ``inputs`` from ``state``."""
+    s = state
+    started = time.perf_counter()
+    for inp in inputs:
+        s, _ = conv.reduce(s, inp)
+    return (time.perf_counter() - started) / len(inputs) * 1e6
 
 
 def main() -> None:
     """Measure and print the markdown section."""
-    rows = []
-    for before in (0, 100, 400):
-        rates = []
-        segments = 0
-        for _ in range(3):
-            rate, segments = _rate(before, 50)
-            rates.append(rate)
-        rows.append((before, segments, statistics.median(rates)))
+    cases: list[tuple[str, conv.State, int]] = []
+    for turns in (0, 100, 1_600, 6_400, 25_600):
+        cases.append((f"{turns:,} turns", _after_turns(turns), turns))
+    for cards in (1_000, 10_000, 100_000):
+        cases.append((f"{cards:,} tool cards", _after_tool_cards(cards), 0))
+    for segments in (1_000, 10_000, 100_000):
+        cases.append((f"{segments:,} segments", _after_segments(segments), 0))
+    # Round robin, best of RUNS per case: on a shared machine noise only ever adds time,
+    # and interleaving spreads it over every row alike.
+    best = [float("inf")] * len(cases)
+    inputs = [_inputs(first) for _, _, first in cases]
+    for _ in range(RUNS):
+        for i, (_, state, _) in enumerate(cases):
+            best[i] = min(best[i], _us_per_input(state, inputs[i]))
+    rows = [
+        (label, len(state.transcript) + len(state.tools), us)
+        for (label, state, _), us in zip(cases, best, strict=True)
+    ]
     per_turn = len(list(_turn(0, 1.0)))
     print("## reducer")
     print()
     print(
         f"`fishtalk.conversation.reduce` fed a realistic turn ({per_turn} inputs: interim and "
-        "final user transcripts, tool events, a reply streamed word by word, a typed turn), 50 "
-        "turns per run, median of 3 runs. State is immutable, so the rate depends on how "
-        "long the conversation already is."
+        "final user transcripts, tool events, a reply streamed word by word, a typed turn) "
+        f"after a history of the given length; {MEASURED_TURNS} turns per run, best of "
+        f"{RUNS} runs taken round robin over the rows. The reducer keeps the newest "
+        f"{conv.MAX_LIVE_SEGMENTS:,} segments and {conv.MAX_LIVE_TOOLS:,} tool cards live "
+        "(older ones are counted), so the time per input should not depend on the history."
     )
     print()
-    print("| turns already in the conversation | transcript segments at the end | inputs/s |")
-    print("|---:|---:|---:|")
-    for before, segments, rate in rows:
-        print(f"| {before} | {segments} | {rate:,.0f} |")
+    print("| history before the measured turns | live segments + cards | µs per input |")
+    print("|---|---:|---:|")
+    for label, live, us in rows:
+        print(f"| {label} | {live:,} | {us:.1f} |")
     print()
     print(
         "For scale: a fast agent reply streams ~10 chunks/s and the UI needs ~30 updates/s, "
-        "so even the slowest row leaves the reducer idle almost all the time."
+        "so the reducer is idle almost all the time."
     )
 
 

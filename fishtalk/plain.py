@@ -22,7 +22,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TextIO
 
 from fishtalk import conversation as conv
@@ -41,7 +41,8 @@ commands:
   /mute, /unmute    microphone off / on
   /spoken on|off    whether typed turns get spoken replies
   /help             this list
-anything else is sent to the agent as a typed message"""
+anything else is sent to the agent as a typed message
+at a tool's [y/N] question only y or n answers it; other lines still go to the agent"""
 
 EOF_QUIET: Final = 1.5
 """After end of input: seconds of quiet (reply finished, agent listening) before hanging up."""
@@ -54,120 +55,193 @@ def clean(text: str) -> str:
     return strip(text)
 
 
-@dataclass
-class _Printed:
-    """What of the state has been written already."""
+_SILENT_NOTICES: Final = frozenset(
+    {"reconnecting", "reconnected", "agent_joined", "session_ending"}
+)
+"""Notices plain mode does not print: the status lines say the first three, and the line
+saying how the session ended says the last (once)."""
 
-    status: str = "connecting"
-    agent_state: str | None = None
-    segments: set[str] = field(default_factory=set)
-    streaming: str | None = None
-    """The agent segment whose text is streaming onto the current line (terminal only)."""
-    streamed: int = 0
-    """How many characters of it are on screen."""
-    tools: dict[str, str] = field(default_factory=dict)
-    """call_id -> the last status line printed for it."""
-    errors: int = 0
-    notices: int = 0
+_ANSWERS: Final[dict[str, bool]] = {
+    "y": True,
+    "yes": True,
+    "/yes": True,
+    "n": False,
+    "no": False,
+    "/no": False,
+    "": False,
+}
+"""The only lines that answer a pending y/N question; any other line goes to the agent."""
+
+
+def _tool_line(card: conv.ToolCard) -> str:
+    status = card.display_status
+    name = clean(card.tool_name)
+    source = clean(card.source)
+    if status == "running":
+        line = f"[tool] {name} ({source}) running"
+        if card.input:
+            line += f": {clean(card.input)[:200]}"
+        return line
+    took = card.duration
+    if took is None and card.client is not None:
+        took = card.client.duration
+    timing = f" in {took:.1f} s" if took is not None else ""
+    line = f"[tool] {name} ({source}) {status}{timing}"
+    detail = card.error or card.output
+    if card.client is not None and detail is None:
+        detail = card.client.error or card.client.result_preview
+    if detail:
+        cut = "…" if card.output_truncated and detail == card.output else ""
+        line += f": {clean(detail)[:300]}{cut}"
+    return line
+
+
+def _agent_busy(state: conv.State) -> bool:
+    """The agent is speaking (a line is open, or it said so and its line has not started)."""
+    return state.speaking_segment is not None or state.agent_state == "speaking"
 
 
 class PlainRenderer:
-    """Turns successive :class:`~fishtalk.conversation.State` snapshots into lines."""
+    """Turns successive :class:`~fishtalk.conversation.State` snapshots into lines.
 
-    def __init__(self, out: TextIO, *, stream_agent: bool) -> None:
+    It prints what :func:`fishtalk.conversation.changes` reports, one line per fact:
+    status and agent state changes, finished transcript lines, tool cards when their line
+    changes, notices and errors. A typed message is printed when it is sent (so never
+    before ``* connected``), and a line from the user's side waits while the agent is
+    speaking, so the transcript reads in the order things were said. An error that is
+    also why the session ended is left to the caller's closing line.
+
+    A closed output (a reader that went away, as with ``| head``) is not an error: the
+    renderer stops writing, sets :attr:`closed` and calls ``on_closed`` once.
+    """
+
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        stream_agent: bool,
+        on_closed: Callable[[], None] | None = None,
+    ) -> None:
         self._out = out
         self._stream = stream_agent
-        self._seen = _Printed()
+        self._on_closed = on_closed
+        self._previous = conv.initial_state()
+        self._streaming: str | None = None
+        """The agent segment whose text is streaming onto the current line (terminal)."""
+        self._streamed = 0
+        """How many characters of it are on screen."""
+        self._held: list[str] = []
+        """User-side lines waiting for the agent to finish speaking."""
+        self.closed = False
+        """The output was closed by its reader; nothing more is written."""
+        self.last_sent_at: float | None = None
+        """When the last typed message left (session clock)."""
 
     def render(self, state: conv.State) -> None:
-        """Write whatever is new in ``state`` (call after every reduction)."""
-        seen = self._seen
-        if state.status != seen.status:
-            seen.status = state.status
-            if state.status in ("connected", "reconnecting"):
-                self.line(f"* {state.status}")
-        if state.agent_state is not None and state.agent_state != seen.agent_state:
-            seen.agent_state = state.agent_state
-            self.line(f"* agent {clean(state.agent_state)}")
-        for notice in state.notices[seen.notices :]:
-            if not notice.text.startswith(("Reconnect", "The agent joined")):
-                self.line(f"* {clean(notice.text)}")
-        seen.notices = len(state.notices)
-        self._transcript(state)
-        for card in state.tools:
-            self._tool(card)
-        for error in state.errors[seen.errors :]:
+        """Write whatever changed since the last call (call after every reduction)."""
+        previous, self._previous = self._previous, state
+        for event in conv.changes(previous, state):
+            self._show(event, state)
+        if self._held and (state.ended or not _agent_busy(state)):
+            held, self._held = self._held, []
+            for text in held:
+                self.line(text)
+        self.flush()
+
+    def _show(self, event: conv.Change, state: conv.State) -> None:
+        if isinstance(event, conv.StatusChanged):
+            if event.status in ("connected", "reconnecting"):
+                self.line(f"* {event.status}")
+        elif isinstance(event, conv.AgentStateChanged):
+            self.line(f"* agent {clean(event.agent_state)}")
+        elif isinstance(event, conv.NoticeAdded):
+            if event.notice.kind not in _SILENT_NOTICES:
+                self.line(f"* {clean(event.notice.text)}")
+        elif isinstance(event, conv.MessageSent):
+            self.last_sent_at = state.clock.now
+            self._user_line(f"you> {clean(event.segment.text)}", state)
+        elif isinstance(event, conv.SegmentOpened | conv.SegmentGrew):
+            seg = event.segment
+            if self._stream and seg.role == "agent" and not seg.final:
+                self._stream_agent(seg)
+        elif isinstance(event, conv.SegmentFinalised):
+            self._finished(event.segment, state)
+        elif isinstance(event, conv.ToolCardAdded):
+            self.line(_tool_line(event.card))
+        elif isinstance(event, conv.ToolCardChanged):
+            line = _tool_line(event.card)
+            if line != _tool_line(event.previous):
+                self.line(line)
+        elif isinstance(event, conv.ErrorAdded):
+            error = event.error
+            if state.ended and error.code == state.end_reason:
+                return  # why the session ended: the closing line says it, once
             detail = f" ({clean(error.detail)})" if error.detail else ""
             self.line(f"! {clean(error.message)}{detail}")
-        seen.errors = len(state.errors)
-        with contextlib.suppress(BrokenPipeError, ValueError):
-            self._out.flush()
 
-    def _transcript(self, state: conv.State) -> None:
-        seen = self._seen
-        for seg in state.transcript:
-            if seg.segment_id in seen.segments:
-                continue
-            if seg.typed:
-                seen.segments.add(seg.segment_id)
-                self.line(f"you> {clean(seg.text)}")
-                continue
-            who = "you" if seg.role == "user" else "agent"
-            if seg.final:
-                seen.segments.add(seg.segment_id)
-                mark = " [interrupted]" if seg.interrupted else ""
-                if seen.streaming == seg.segment_id:
-                    self._write(clean(seg.text[seen.streamed :]) + mark + "\n")
-                    seen.streaming, seen.streamed = None, 0
-                else:
-                    self.line(f"{who}: {clean(seg.text)}{mark}")
-            elif self._stream and seg.role == "agent" and seg.text:
-                if seen.streaming is None:
-                    self._write(f"agent: {clean(seg.text)}")
-                    seen.streaming, seen.streamed = seg.segment_id, len(seg.text)
-                elif seen.streaming == seg.segment_id and len(seg.text) > seen.streamed:
-                    self._write(clean(seg.text[seen.streamed :]))
-                    seen.streamed = len(seg.text)
-
-    def _tool(self, card: conv.ToolCard) -> None:
-        status = card.display_status
-        name = clean(card.tool_name)
-        source = clean(card.source)
-        if status == "running":
-            line = f"[tool] {name} ({source}) running"
-            if card.input:
-                line += f": {clean(card.input)[:200]}"
+    def _user_line(self, text: str, state: conv.State) -> None:
+        if self._held or (_agent_busy(state) and not state.ended):
+            self._held.append(text)
         else:
-            took = card.duration if card.duration is not None else None
-            if took is None and card.client is not None:
-                took = card.client.duration
-            timing = f" in {took:.1f} s" if took is not None else ""
-            line = f"[tool] {name} ({source}) {status}{timing}"
-            detail = card.error or card.output
-            if card.client is not None and detail is None:
-                detail = card.client.error or card.client.result_preview
-            if detail:
-                cut = "…" if card.output_truncated and detail == card.output else ""
-                line += f": {clean(detail)[:300]}{cut}"
-        if self._seen.tools.get(card.call_id) != line:
-            self._seen.tools[card.call_id] = line
-            self.line(line)
+            self.line(text)
+
+    def _stream_agent(self, seg: conv.Segment) -> None:
+        if not seg.text:
+            return
+        if self._streaming is None:
+            self._write(f"agent: {clean(seg.text)}")
+            self._streaming, self._streamed = seg.segment_id, len(seg.text)
+        elif self._streaming == seg.segment_id and len(seg.text) > self._streamed:
+            self._write(clean(seg.text[self._streamed :]))
+            self._streamed = len(seg.text)
+
+    def _finished(self, seg: conv.Segment, state: conv.State) -> None:
+        if seg.typed:
+            return
+        if seg.role == "user":
+            if seg.text.strip():
+                self._user_line(f"you: {clean(seg.text)}", state)
+            return
+        mark = " [interrupted]" if seg.interrupted else ""
+        if self._streaming == seg.segment_id:
+            self._write(clean(seg.text[self._streamed :]) + mark + "\n")
+            self._streaming, self._streamed = None, 0
+        elif seg.text.strip():
+            self.line(f"agent: {clean(seg.text)}{mark}")
 
     def line(self, text: str) -> None:
         """Write one line, first ending a reply that is streaming on the current line."""
-        seen = self._seen
-        if seen.streaming is not None:
-            # Another line interrupts a streaming reply: finish the line; the rest of the
-            # reply is printed when it is done.
+        if self._streaming is not None:
+            # Another line interrupts a streaming reply: finish the line; the whole reply
+            # is printed again when it is done.
             self._write(" …\n")
-            seen.segments.discard(seen.streaming)
-            seen.streaming, seen.streamed = None, 0
+            self._streaming, self._streamed = None, 0
         self._write(text + "\n")
 
+    def flush(self) -> None:
+        """Flush the output (a closed output is noted, not raised)."""
+        if self.closed:
+            return
+        try:
+            self._out.flush()
+        except (OSError, ValueError):
+            self._mark_closed()
+
     def _write(self, text: str) -> None:
-        # The reader may have gone away (closed pipe); the session still ends cleanly.
-        with contextlib.suppress(BrokenPipeError, ValueError):
+        if self.closed:
+            return
+        try:
             self._out.write(text)
+        except (OSError, ValueError):
+            # BrokenPipeError (EPIPE) or a closed file: the reader has gone away.
+            self._mark_closed()
+
+    def _mark_closed(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._on_closed is not None:
+            self._on_closed()
 
 
 def _start_stdin_reader(
@@ -212,22 +286,26 @@ class PlainChat:
         self.session = session
         self._stdin = stdin
         self._stdout = stdout
-        self.renderer = PlainRenderer(stdout, stream_agent=stream_agent)
+        self.renderer = PlainRenderer(
+            stdout, stream_agent=stream_agent, on_closed=self._output_closed
+        )
         self._approvals: deque[_Pending] = deque()
         """Questions waiting for an answer, oldest first; only the oldest is on screen."""
         self._eof_task: asyncio.Task[None] | None = None
-        self._last_typed: str | None = None
-        self._last_sent_at: float | None = None
-        """When the last typed turn left (session clock); its reply starts after it."""
 
-    def _track_sent(self, state: conv.State) -> None:
-        typed = [seg for seg in state.transcript if seg.typed]
-        if typed and not typed[-1].queued and typed[-1].segment_id != self._last_typed:
-            self._last_typed = typed[-1].segment_id
-            self._last_sent_at = state.clock.now
+    @property
+    def output_closed(self) -> bool:
+        """The reader of stdout went away (``| head``): the call was hung up because of it,
+        and the caller should print nothing more and exit as after a normal end."""
+        return self.renderer.closed
+
+    def _output_closed(self) -> None:
+        self.session.hangup()
 
     async def approve(self, request: ApprovalRequest) -> bool:
-        """Ask on the terminal; the next input line answers (y/yes allows).
+        """Ask on the terminal; only ``y``/``yes``/``/yes`` allow, ``n``/``no``/``/no`` or
+        an empty line decline. Any other line is not an answer: it goes to the agent as
+        usual, and the question stays.
 
         Questions are answered in the order they were asked: while one waits, later ones
         queue behind it and are shown when it is settled. A question whose call ends first
@@ -239,6 +317,13 @@ class PlainChat:
         self._approvals.append(pending)
         if len(self._approvals) == 1:
             self._ask(pending.request)
+        else:
+            waiting = len(self._approvals) - 1
+            self._note(
+                f"another approval is waiting ({clean(request.tool_name)}); "
+                f"it is asked after the {'one' if waiting == 1 else f'{waiting}'} before it",
+                mark="?",
+            )
         try:
             return await pending.answer
         except asyncio.CancelledError:
@@ -260,8 +345,8 @@ class PlainChat:
             f"? allow client tool {clean(request.tool_name)}{': ' + summary if summary else ''}"
         )
         self.renderer.line(f"  params: {params_preview(request.params, limit=300)} [y/N] ")
-        with contextlib.suppress(BrokenPipeError, ValueError):
-            self._stdout.flush()
+        self.renderer.line("  (answer y or n; any other line is sent to the agent)")
+        self.renderer.flush()
 
     def _withdraw(self, pending: _Pending) -> None:
         """Take ``pending`` off the queue; if it was the question on screen, ask the next."""
@@ -280,16 +365,16 @@ class PlainChat:
         self._withdraw(pending)
 
     async def run(self) -> EndResult:
-        """Run the session to its end; returns how it ended."""
+        """Run the session to its end; returns how it ended (see also
+        :attr:`output_closed`)."""
         loop = asyncio.get_running_loop()
-        remove_tracker = self.session.add_listener(self._track_sent)
         remove = self.session.add_listener(self.renderer.render)
         _start_stdin_reader(loop, self._on_line, self._stdin)
         try:
             return await self.session.run()
         finally:
             remove()
-            remove_tracker()
+            self.renderer.render(self.session.state)  # whatever the last reduction left
             if self._eof_task is not None:
                 self._eof_task.cancel()
 
@@ -304,16 +389,22 @@ class PlainChat:
             if not session.state.ended and self._eof_task is None:
                 self._eof_task = asyncio.ensure_future(self._hangup_when_answered())
             return
-        if self._approvals:
-            self._answer(line.strip().lower() in ("y", "yes"))
-            return
         text = line.strip()
+        if self._approvals:
+            answer = _ANSWERS.get(text.lower())
+            if answer is not None:
+                self._answer(answer)
+                return
+            # Not an answer: a line for the agent (or a command), handled as usual below.
         if not text:
             return
         if text.startswith("/"):
             self._command(text)
-            return
-        session.send_text(text)
+        else:
+            session.send_text(text)
+        if self._approvals:
+            name = clean(self._approvals[0].request.tool_name)
+            self._note(f"still waiting: allow {name}? answer y or n", mark="?")
 
     def _command(self, text: str) -> None:
         session = self.session
@@ -340,8 +431,7 @@ class PlainChat:
     def _note(self, text: str, *, mark: str = "*") -> None:
         for line in text.splitlines():
             self.renderer.line(f"{mark} {line}")
-        with contextlib.suppress(BrokenPipeError, ValueError):
-            self._stdout.flush()
+        self.renderer.flush()
 
     async def _hangup_when_answered(self) -> None:
         """End of input: let the agent answer what was sent, then hang up."""
@@ -354,7 +444,7 @@ class PlainChat:
         try:
             while not session.state.ended and loop.time() < deadline:
                 now = loop.time()
-                if _answered(session.state, self._last_sent_at):
+                if _answered(session.state, self.renderer.last_sent_at):
                     quiet_since = quiet_since if quiet_since is not None else now
                     if now - quiet_since >= EOF_QUIET:
                         break
@@ -370,17 +460,25 @@ class PlainChat:
 
 
 def _answered(state: conv.State, sent_at: float | None) -> bool:
-    """Every typed turn left, the agent replied after the last one, and it is quiet now."""
+    """Every typed turn left, the agent replied after the last one, and it is quiet now.
+
+    Cheap: it looks only at the segments since ``sent_at``, newest first."""
     if state.ended:
         return True
-    if state.queued or state.status != "connected":
+    if state.queued or state.status != "connected" or state.speaking_segment is not None:
         return False
-    agent = [seg for seg in state.transcript if seg.role == "agent"]
-    if any(seg.open for seg in agent):
-        return False
-    if sent_at is not None and not any(seg.started_at >= sent_at for seg in agent):
+    if sent_at is not None and not _agent_spoke_since(state, sent_at):
         return False
     return state.mode == "listening" and state.agent_state not in ("thinking", "speaking")
+
+
+def _agent_spoke_since(state: conv.State, at: float) -> bool:
+    for seg in reversed(state.segment_log):
+        if seg.started_at < at:
+            return False
+        if seg.role == "agent":
+            return True
+    return False
 
 
 def run_plain(
@@ -448,6 +546,9 @@ def run_plain(
         stderr.write("fishtalk: interrupted; hung up\n")
         return EXIT_INTERRUPTED
     assert result is not None
+    if holder and holder[0].output_closed:
+        # The reader went away (``| head``): the call was hung up; nothing more to print.
+        return result.exit_code
     if result.exit_code == 0:
         stdout.write(f"* {clean(result.message)}\n")
         stdout.flush()

@@ -115,6 +115,7 @@ async def test_remote_text_is_rendered_without_escapes(sim: SimHandle) -> None:
     assert "\x07" not in out
     assert any(line.startswith("agent: Look red and") for line in out.splitlines()), out
     assert out.splitlines()[-1] == "* The agent ended the call."
+    assert out.count("The agent ended the call.") == 1  # one line per fact
 
 
 async def test_api_error_exit_code_and_one_line(sim: SimHandle) -> None:
@@ -122,6 +123,7 @@ async def test_api_error_exit_code_and_one_line(sim: SimHandle) -> None:
     assert code == 4
     assert err.count("\n") == 1
     assert err.startswith("fishtalk: ")
+    assert "!" not in out  # said once, on stderr, not again on stdout
     assert "Traceback" not in err + out
 
 

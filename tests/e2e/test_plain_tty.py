@@ -193,7 +193,8 @@ async def test_terminal_approvals_queue_and_expire(sim: SimHandle, tmp_path: Pat
         # Two calls pending at once: one question at a time, oldest first.
         await term.expect('params: {"n": 1} [y/N]')
         await term.expect('[tool] stamp (client) running: {"n":2}')
-        await asyncio.sleep(0.5)  # let the second call reach its (queued) question
+        # The second call's question waits behind the first (said, not shown yet).
+        await term.expect("? another approval is waiting (stamp)")
         assert '{"n": 2}' not in term.buffer
         term.type("y")
         await term.expect('{"stamped":{"n":1}}')

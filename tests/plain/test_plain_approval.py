@@ -61,6 +61,9 @@ async def test_two_pending_approvals_are_asked_in_turn() -> None:
     assert out.getvalue().count("? allow client tool guarded") == 1
     assert 'params: {"n": 1} [y/N]' in out.getvalue()
     assert '{"n": 2}' not in out.getvalue()
+    assert "? another approval is waiting (guarded); it is asked after the one before it" in (
+        out.getvalue()
+    )
 
     chat._on_line("y")  # answers the oldest, then the next question shows
     assert 'params: {"n": 2} [y/N]' in out.getvalue()
@@ -120,3 +123,39 @@ async def test_end_of_input_declines_every_pending_question() -> None:
     await asyncio.wait_for(chat.session.run(), 5)
     if chat._eof_task is not None:  # the hang-up it would do is done already
         chat._eof_task.cancel()
+
+
+async def test_a_line_for_the_agent_is_not_an_answer_and_is_not_lost() -> None:
+    """At a pending question only y/n answer; ``hello`` goes to the agent, the question
+    stays, and a later ``y`` answers it."""
+    chat, out = _chat()
+    ran: list[str] = []
+    runner = _runner(chat, ran)
+    call = asyncio.ensure_future(runner.run(_call(1)))
+    await _until(lambda: len(chat._approvals) == 1, "the question")
+    assert "answer y or n; any other line is sent to the agent" in out.getvalue()
+    chat._on_line("hello")
+    chat._on_line("yes please")  # not exactly "yes": a message too
+    assert [seg.text for seg in chat.session.state.transcript if seg.typed] == [
+        "hello",
+        "yes please",
+    ]
+    assert not call.done()
+    assert len(chat._approvals) == 1
+    assert "still waiting: allow guarded? answer y or n" in out.getvalue()
+    chat._on_line("/yes")
+    outcome = await asyncio.wait_for(call, 10)
+    assert outcome.status == "ok"
+    assert ran == ["1"]
+
+
+async def test_commands_still_work_at_a_question() -> None:
+    chat, _out = _chat()
+    runner = _runner(chat, [])
+    call = asyncio.ensure_future(runner.run(_call(1)))
+    await _until(lambda: len(chat._approvals) == 1, "the question")
+    chat._on_line("/spoken on")
+    assert chat.session.state.spoken
+    assert len(chat._approvals) == 1
+    chat._on_line("N")
+    assert (await asyncio.wait_for(call, 10)).status == "declined"

@@ -9,7 +9,7 @@ import io
 from fishtalk import conversation as conv
 from fishtalk import protocol as p
 from fishtalk.config import Settings
-from fishtalk.plain import PlainRenderer, _answered, clean
+from fishtalk.plain import PlainChat, PlainRenderer, _answered, clean
 from fishtalk.session import Session, exit_code_for
 
 
@@ -174,3 +174,133 @@ async def test_unreachable_api_is_exit_5() -> None:
     result = await asyncio.wait_for(Session(settings).run(), 30)
     assert result.exit_code == 5
     assert result.reason == "session_request_failed"
+
+
+# --- one line per fact, in the order things happened (issue 11 outcomes 5 and 8) -----------
+
+
+def test_a_typed_line_prints_when_sent_never_before_connected() -> None:
+    script = _Script(stream=False)
+    script.feed(conv.SendText("early bird", at=script.t()))
+    assert script.out.getvalue() == ""  # queued: nothing has happened yet
+    script.connect()
+    assert script.out.getvalue().splitlines() == [
+        "* connected",
+        "* agent listening",
+        "you> early bird",
+    ]
+
+
+def test_a_typed_line_waits_for_the_greeting_then_follows_it() -> None:
+    script = _Script(stream=False)
+    script.feed(conv.SendText("hello", at=script.t()))
+    script.feed(conv.Connected(local_identity="user-1", at=script.t()))
+    script.feed(
+        conv.ParticipantJoined(
+            identity="agent", at=script.t(), attributes={p.ATTR_AGENT_STATE: "speaking"}
+        )
+    )
+    script.reply("greeting", ["Welcome!"])
+    script.feed(conv.AttributesChanged("agent", {p.ATTR_AGENT_STATE: "listening"}, at=script.t()))
+    lines = script.out.getvalue().splitlines()
+    assert lines.index("agent: Welcome!") < lines.index("you> hello")
+    assert lines.index("* connected") < lines.index("you> hello")
+    assert lines.count("you> hello") == 1
+
+
+def test_the_end_prints_every_finished_line_and_no_empty_one() -> None:
+    script = _Script(stream=False)
+    script.connect()
+    script.feed(conv.TranscriptStreamOpened("s1", "a1", "agent", final=False, at=script.t()))
+    script.feed(conv.TranscriptStreamChunk("s1", "a1", "Last words", at=script.t()))
+    script.feed(conv.TranscriptStreamOpened("s2", "a2", "agent", final=False, at=script.t()))
+    script.feed(conv.Hangup(at=script.t()))
+    lines = script.out.getvalue().splitlines()
+    assert "agent: Last words" in lines
+    assert "agent: " not in lines
+    assert not [line for line in lines if line.strip() == "agent:"]
+
+
+def test_the_agent_hangup_is_left_to_the_closing_line() -> None:
+    """``The agent ended the call.`` is the caller's closing line; the renderer does not
+    print it too (it used to appear twice)."""
+    script = _Script(stream=False)
+    script.connect()
+    script.feed(conv.AgentEventReceived(p.SessionEnded(reason="agent_hangup"), at=script.t()))
+    script.feed(conv.Disconnected(at=script.t()))
+    assert "ended the call" not in script.out.getvalue()
+    assert script.state.end_reason == "agent_hangup"
+
+
+def test_a_failure_before_connecting_is_left_to_the_cli() -> None:
+    """The CLI prints why the session could not start, once, on stderr; plain mode does not
+    repeat it as a ``!`` line on stdout."""
+    script = _Script(stream=False)
+    script.feed(conv.ConnectFailed(at=script.t(), code="session_request_failed", detail="HTTP 404"))
+    assert script.out.getvalue() == ""
+    script = _Script(stream=False)
+    script.feed(conv.Connected(local_identity="user-1", at=script.t()))
+    script.feed(conv.TimerFired(conv.TIMER_AGENT_JOIN, at=script.t() + 20))
+    assert "!" not in script.out.getvalue()
+    assert script.state.end_reason == "connection_failed"
+
+
+def test_an_error_during_the_call_is_printed() -> None:
+    script = _Script(stream=False)
+    script.connect()
+    script.feed(conv.LocalError("tool_failed", at=script.t(), detail="boom"))
+    assert "! A client tool failed. (boom)" in script.out.getvalue().splitlines()
+
+
+def test_a_tool_event_renders_only_that_card() -> None:
+    """1,000 tool cards: one more event writes one line and looks at nothing else."""
+    script = _Script(stream=False)
+    script.connect()
+    for n in range(1000):
+        script.feed(
+            conv.AgentEventReceived(
+                p.ToolCompleted(call_id=f"c{n}", tool_name="t", tool_source="webhook"),
+                at=script.t(),
+            )
+        )
+    before = script.out.getvalue().count("\n")
+    script.feed(
+        conv.AgentEventReceived(
+            p.ToolStarted(call_id="new", tool_name="t", tool_source="webhook"), at=script.t()
+        )
+    )
+    assert script.out.getvalue().count("\n") == before + 1
+    assert script.state.tool_log._items is None  # no tuple of every card was built
+
+
+class _ClosedPipe(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_output_is_reported_once_not_raised() -> None:
+    closed: list[bool] = []
+    renderer = PlainRenderer(
+        _ClosedPipe(), stream_agent=False, on_closed=lambda: closed.append(True)
+    )
+    state = conv.initial_state()
+    state, _ = conv.reduce(state, conv.Connected(local_identity="u", at=1.0))
+    renderer.render(state)
+    renderer.line("more")
+    renderer.flush()
+    assert renderer.closed
+    assert closed == [True]
+
+
+async def test_a_closed_output_hangs_up_the_call() -> None:
+    session = Session(Settings.model_validate({"session": {"agent_id": "x", "text_only": True}}))
+    chat = PlainChat(session, stdin=io.StringIO(), stdout=_ClosedPipe(), stream_agent=False)
+    chat._note("hello")
+    assert chat.output_closed
+    assert session.state.ended
+    assert session.state.end_reason == "user_hangup"
+    result = await asyncio.wait_for(session.run(), 5)
+    assert result.exit_code == 0

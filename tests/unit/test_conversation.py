@@ -316,6 +316,28 @@ def test_agent_joined_notice_once() -> None:
     assert [n.text for n in s.notices] == ["The agent joined."]
 
 
+def test_notices_say_what_they_are_about() -> None:
+    """Front ends pick notices by ``kind``, never by their English text."""
+    s, _ = run(
+        [
+            *ready(),
+            c.Reconnecting(2.0),
+            c.Reconnected(3.0, (AGENT,)),
+            c.AddNotice("audio fell back to text-only", 3.5, kind="audio"),
+            c.AddNotice("something else", 3.6),
+            ev(SessionEnded(reason="agent_hangup"), 4.0),
+        ]
+    )
+    assert [n.kind for n in s.notices] == [
+        "agent_joined",
+        "reconnecting",
+        "reconnected",
+        "audio",
+        "info",
+        "session_ending",
+    ]
+
+
 def test_unknown_agent_state_is_kept() -> None:
     s, _ = run([*ready(), agent_state("pondering", 2.0)])
     assert s.agent_state == "pondering"
@@ -412,7 +434,7 @@ def test_late_interim_after_final_does_not_overwrite() -> None:
     )
     (seg,) = s.transcript
     assert (seg.text, seg.final) == ("Final text.", True)
-    assert s.streams == ()
+    assert s._internal.streams == ()
 
 
 def test_interim_still_open_when_the_final_lands_does_not_overwrite() -> None:
@@ -443,8 +465,8 @@ def test_segment_id_clash_across_roles_is_dropped_quietly() -> None:
     )
     (seg,) = s.transcript
     assert (seg.role, seg.text) == ("agent", "agent text")
-    assert s.orphans == ()
-    assert s.streams == ()
+    assert s._internal.orphans == ()
+    assert s._internal.streams == ()
 
 
 def test_final_from_stream_trailer() -> None:
@@ -483,21 +505,21 @@ def test_chunk_and_close_before_open_are_replayed() -> None:
         ]
     )
     assert s.transcript == ()
-    assert len(s.orphans) == 2
+    assert len(s._internal.orphans) == 2
     s, _ = run([c.TranscriptStreamOpened("s1", "seg1", AGENT, False, 2.1)], s)
     (seg,) = s.transcript
     assert seg.text == "early "
     assert seg.final
     assert not seg.open
-    assert s.orphans == ()
-    assert s.streams == ()
+    assert s._internal.orphans == ()
+    assert s._internal.streams == ()
     assert s.mode == "listening"
 
 
 def test_orphans_are_bounded() -> None:
     inputs = [c.TranscriptStreamChunk(f"s{i}", "g", "x", 2.0) for i in range(500)]
     s, _ = run([*ready(), *inputs])
-    assert len(s.orphans) == c.MAX_ORPHANS
+    assert len(s._internal.orphans) == c.MAX_ORPHANS
 
 
 def test_duplicate_open_and_unknown_close_are_harmless() -> None:
@@ -585,7 +607,7 @@ def test_end_closes_open_segments() -> None:
     assert s.transcript[0].final
     assert not s.transcript[0].open
     assert s.mode == "listening"
-    assert s.streams == ()
+    assert s._internal.streams == ()
 
 
 def test_role_before_local_identity_known() -> None:
@@ -1028,3 +1050,62 @@ def test_a_whole_conversation() -> None:
     assert s.mode == "listening"
     assert s.errors == ()
     assert s.clock.elapsed() == 4.0
+
+
+# --- bounded live state: an input's cost does not grow with the conversation -------------
+
+
+def _typed_turns(n: int, state: c.State | None = None) -> c.State:
+    s = state if state is not None else live()
+    for i in range(n):
+        s, _ = c.reduce(s, c.SendText(f"line {i}", 2.0 + i * 0.001))
+    return s
+
+
+def test_the_transcript_keeps_a_bounded_live_tail_and_counts_the_rest() -> None:
+    n = c.MAX_LIVE_SEGMENTS + 3 * c.LOG_CHUNK + 5
+    s = _typed_turns(n)
+    assert c.MAX_LIVE_SEGMENTS <= len(s.transcript) <= c.MAX_LIVE_SEGMENTS + c.LOG_CHUNK
+    assert s.earlier_segments + len(s.transcript) == n
+    assert s.transcript[-1].text == f"line {n - 1}"
+    assert s.transcript[0].text == f"line {s.earlier_segments}"
+    # Lookups by id still work for live segments, and dropped ones are gone.
+    assert s.segment(f"typed-{n}") is s.transcript[-1]
+    assert s.segment("typed-1") is None
+
+
+def test_tool_cards_keep_a_bounded_live_tail() -> None:
+    s = live()
+    n = c.MAX_LIVE_TOOLS + 2 * c.LOG_CHUNK
+    for i in range(n):
+        s, _ = c.reduce(s, ev(ToolStarted(call_id=f"k{i}", tool_name="t", tool_source="x"), 2.0))
+    assert c.MAX_LIVE_TOOLS <= len(s.tools) <= c.MAX_LIVE_TOOLS + c.LOG_CHUNK
+    assert s.earlier_tools + len(s.tools) == n
+    s, _ = c.reduce(s, ev(ToolCompleted(call_id=f"k{n - 1}", tool_name="t", tool_source="x"), 3))
+    assert s.tools[-1].status == "completed"
+
+
+def test_an_input_copies_one_block_not_the_history() -> None:
+    """Structural sharing: after a reply chunk only the block holding that segment is new."""
+    s = _typed_turns(1000)
+    s, _ = run(agent_says("st", "reply", ["Hello"], 5.0)[:2], s)
+    before = s.segment_log.blocks
+    s, _ = c.reduce(s, c.TranscriptStreamChunk("st", "reply", " there", 5.2))
+    after = s.segment_log.blocks
+    assert len(before) == len(after) > 10
+    assert sum(a is not b for a, b in zip(before, after, strict=True)) == 1
+    assert s.transcript[-1].text == "Hello there"
+    assert s.speaking_segment is s.transcript[-1]
+
+
+def test_an_old_snapshot_stays_intact_when_reduced_again() -> None:
+    """Keeping and reducing an older state (a branch) never disturbs the newer one."""
+    base = _typed_turns(100)
+    a = _typed_turns(3, base)
+    b, _ = c.reduce(base, c.SendText("other", 9.0))
+    assert [seg.text for seg in a.transcript[-3:]] == ["line 0", "line 1", "line 2"]
+    assert b.transcript[-1].text == "other"
+    assert a.segment("typed-101") is not None
+    assert a.segment("typed-101") != b.segment("typed-101")
+    assert base.segment("typed-101") is None
+    assert len(base.transcript) == 100

@@ -141,11 +141,11 @@ def _check(state: c.State) -> None:
     assert [t.seq for t in state.tools] == sorted(t.seq for t in state.tools)
     all_seqs = seqs + [t.seq for t in state.tools]
     assert len(all_seqs) == len(set(all_seqs))
-    assert all(s < state.next_seq for s in all_seqs)
+    assert all(s < state._internal.next_seq for s in all_seqs)
     assert (state.mode == "speaking") == (state.speaking_segment is not None)
     assert (state.status == "ended") == (state.end_reason is not None)
     if state.ended:
-        assert state.streams == ()
+        assert state._internal.streams == ()
         assert not any(seg.open for seg in state.transcript if seg.role == "agent")
     elif state.queued:
         assert not (state.agent_ready and state.status == "connected")
@@ -153,7 +153,7 @@ def _check(state: c.State) -> None:
     if not state.ended:
         assert queued_ids == {seg.segment_id for seg in state.transcript if seg.queued}
     assert len(state.errors) <= c.MAX_ERRORS
-    assert len(state.orphans) <= c.MAX_ORPHANS
+    assert len(state._internal.orphans) <= c.MAX_ORPHANS
     for card in state.tools:
         if card.duration is not None:
             assert card.duration >= 0
@@ -194,3 +194,43 @@ def test_any_script_keeps_the_invariants(script: list[c.Input]) -> None:
     assert len(runs) == len(set(runs))  # a call id never runs twice
     typed = [seg.text for seg in state.transcript if seg.typed and not seg.queued]
     assert typed_sent == typed  # sent exactly once each, in the order typed
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scripts())
+def test_replaying_the_changes_rebuilds_the_conversation(script: list[c.Input]) -> None:
+    """Applying only the events of ``changes()`` to an empty picture gives the final
+    transcript text, tool card statuses, errors and end, and ``ended`` comes once, last."""
+    state = c.initial_state(max_duration_seconds=30)
+    texts: dict[str, str] = {}
+    cards: dict[str, str] = {}
+    errors = 0
+    ended: list[str] = []
+    for inp in script:
+        new, _ = c.reduce(state, inp)
+        events = c.changes(state, new)
+        if ended:  # after the end only local bookkeeping changes
+            assert all(
+                isinstance(e, c.MutedChanged | c.SpokenChanged | c.ToolCardChanged | c.ErrorAdded)
+                for e in events
+            )
+        for event in events:
+            if isinstance(event, c.SegmentOpened):
+                assert event.segment.segment_id not in texts
+                texts[event.segment.segment_id] = event.segment.text
+            elif isinstance(event, c.SegmentGrew):
+                texts[event.segment.segment_id] += event.delta
+            elif isinstance(event, c.InterimReplaced):
+                assert texts[event.segment.segment_id] == event.previous_text
+                texts[event.segment.segment_id] = event.segment.text
+            elif isinstance(event, c.ToolCardAdded | c.ToolCardChanged):
+                cards[event.card.call_id] = event.card.display_status
+            elif isinstance(event, c.ErrorAdded):
+                errors += 1
+            elif isinstance(event, c.Ended):
+                ended.append(event.reason)
+        state = new
+    assert texts == {seg.segment_id: seg.text for seg in state.transcript}
+    assert cards == {card.call_id: card.display_status for card in state.tools}
+    assert errors >= len(state.errors)
+    assert ended == ([state.end_reason] if state.ended else [])
