@@ -300,14 +300,13 @@ class FishtalkApp(App[int]):
 
     # --- UI -> session ---------------------------------------------------------------------
 
-    @on(Input.Submitted, "#input")
-    def _send(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        if not text or self._state.ended:
-            return
-        self.session.send_text(text)
-        self._input.remember(text)
-        event.input.clear()
+    @on(MessageInput.Sent, "#input")
+    def _send(self, event: MessageInput.Sent) -> None:
+        # The input already cleared itself when it took this text: nothing to clear here,
+        # so a line typed since then stays where it is.
+        text = event.text.strip()
+        if text and not self._state.ended:
+            self.session.send_text(text)
 
     @on(Input.Changed, "#input")
     def _typing(self, event: Input.Changed) -> None:

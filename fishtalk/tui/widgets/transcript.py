@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import ClassVar, Generic, TypeVar
 
+from rich.cells import cell_len
 from rich.segment import Segment as RichSegment
 from rich.style import Style
 from rich.text import Text
@@ -241,6 +242,9 @@ def render_segment(seg: Segment, *, ended: bool = False) -> Text:
     body = seg.text
     if not body and seg.role == "agent" and seg.open:
         body = "…"
+    if "\n" in body:
+        # A multi-line turn (a paste): later lines line up under the first.
+        body = body.replace("\n", "\n" + " " * cell_len(label))
     text.append_text(safe_text(body, "italic dim" if interim else ""))
     if interim:
         text.append(" …", style="dim")
