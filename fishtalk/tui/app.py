@@ -31,6 +31,7 @@ from fishtalk.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError
 from fishtalk.tui import keys
 from fishtalk.tui.messages import SessionFinished, StateChanged
 from fishtalk.tui.safe import clean
+from fishtalk.tui.screens.approve import ApprovalScreen
 from fishtalk.tui.screens.ended import EndedScreen, Summary
 from fishtalk.tui.screens.help import HelpScreen
 from fishtalk.tui.session_like import SessionLike
@@ -188,7 +189,7 @@ class FishtalkApp(App[int]):
         now = self._clock()
         self._transcript.set_ended(state.ended)
         self._transcript.set_items(state.transcript)
-        self._tools.show(state.tools, now)
+        self._tools.show(state.tools, now, ended=state.ended)
         self._agent.show(state)
         self._connection.show(state)
         self._clock_view.show(state, now)
@@ -198,6 +199,8 @@ class FishtalkApp(App[int]):
         meters.audio = audio
         meters.muted = state.muted
         self._input.disabled = state.ended
+        if state.ended:
+            self._close_approvals()
         self._announce(state)
 
     def _announce(self, state: State) -> None:
@@ -217,7 +220,7 @@ class FishtalkApp(App[int]):
         """Once a second: the session clock and running tools' elapsed times."""
         now = self._clock()
         self._clock_view.show(self._state, now)
-        self._tools.show(self._state.tools, now)
+        self._tools.show(self._state.tools, now, ended=self._state.ended)
 
     @property
     def has_audio(self) -> bool:
@@ -317,6 +320,20 @@ class FishtalkApp(App[int]):
             self._last_activity = now
             self.session.activity()
 
+    def on_approval_screen_typed_ahead(self, message: ApprovalScreen.TypedAhead) -> None:
+        """Keys typed while an approval question was up belong to the message box."""
+        if message.text is None:
+            self._input.action_delete_left()
+        else:
+            self._input.type_ahead(message.text)
+
+    def _close_approvals(self) -> None:
+        """The call is over (or being hung up): no question about it stays open."""
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, ApprovalScreen) and screen in self.screen_stack:
+                screen.pop_until_active()
+                screen.dismiss(False)
+
     def action_interrupt(self) -> None:
         """Stop the agent talking."""
         self.session.interrupt()
@@ -331,6 +348,7 @@ class FishtalkApp(App[int]):
 
     def action_hangup(self) -> None:
         """End the call; the ended screen follows when the session has wound down."""
+        self._close_approvals()
         self.session.hangup()
 
     def action_cycle_focus(self) -> None:
