@@ -48,6 +48,9 @@ QUIT_GRACE = 5.0
 
 _T = TypeVar("_T")
 
+NO_MIC = "There is no microphone: nothing to mute (type your messages)."
+NO_SPEAKER = "There is no audio output: replies are shown as text."
+
 _CALL_ACTIONS = frozenset(
     {"interrupt", "toggle_mute", "toggle_spoken", "hangup", "help", "cycle_focus"}
 )
@@ -187,14 +190,13 @@ class FishtalkApp(App[int]):
         self._last_render = time.monotonic()
         self.renders += 1
         now = self._clock()
-        self._transcript.set_ended(state.ended)
-        self._transcript.set_items(state.transcript)
+        self._transcript.show(state)
         self._tools.show(state.tools, now, ended=state.ended)
         self._agent.show(state)
         self._connection.show(state)
         self._clock_view.show(state, now)
         audio = self.has_audio
-        self._flags.show(state, audio=audio)
+        self._flags.show(state, audio=audio, mic=self.has_mic)
         meters = self._meters
         meters.audio = audio
         meters.muted = state.muted
@@ -230,13 +232,19 @@ class FishtalkApp(App[int]):
             return False
         return backend.has_input or not isinstance(backend, NullAudio)
 
+    @property
+    def has_mic(self) -> bool:
+        """Whether there is a microphone (something to mute)."""
+        backend = self.session.audio
+        return backend is not None and backend.has_input
+
     def refresh_levels(self) -> None:
         """Poll the session's audio levels into the meters (about 20 Hz while running)."""
         meters = self._meters
         audio = self.has_audio
         if audio != meters.audio:
             meters.audio = audio
-            self._flags.show(self._state, audio=audio)
+            self._flags.show(self._state, audio=audio, mic=self.has_mic)
         if not audio:
             return
         levels = self.session.audio_levels()
@@ -339,12 +347,18 @@ class FishtalkApp(App[int]):
         self.session.interrupt()
 
     def action_toggle_mute(self) -> None:
-        """Mute or unmute the microphone."""
+        """Mute or unmute the microphone (there may be none to mute)."""
+        if not self.has_mic:
+            self.notify(NO_MIC, title="mute", severity="warning", markup=False, timeout=4)
+            return
         self.session.set_muted(not self._state.muted)
 
     def action_toggle_spoken(self) -> None:
         """Switch between spoken and text-only replies."""
-        self.session.set_spoken(not self._state.spoken)
+        spoken = not self._state.spoken
+        self.session.set_spoken(spoken)
+        if spoken and not self.has_audio:
+            self.notify(NO_SPEAKER, severity="information", markup=False, timeout=4)
 
     def action_hangup(self) -> None:
         """End the call; the ended screen follows when the session has wound down."""
@@ -412,6 +426,36 @@ class FishtalkApp(App[int]):
             if command.title not in ("Quit", "Keys"):
                 yield command
 
+    def deliver_screenshot(
+        self,
+        filename: str | None = None,
+        path: str | None = None,
+        time_format: str | None = None,
+    ) -> str | None:
+        """Save an SVG of the screen in a folder that exists, and say where.
+
+        Textual's own delivery assumes ``~/Downloads`` exists; here it is used when it
+        does, else fishtalk's state folder (created), else the current folder.
+        """
+        folders = [Path(path).expanduser()] if path else screenshot_folders()
+        failure = "no folder to save in"
+        for folder in folders:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                saved = self.save_screenshot(filename, str(folder), time_format)
+            except OSError as exc:
+                failure = f"{folder}: {exc.strerror or exc}"
+                continue
+            self.notify(f"Saved to {saved}", title="screenshot", markup=False)
+            return saved
+        self.notify(
+            f"The screenshot could not be saved ({failure}).",
+            title="screenshot",
+            severity="error",
+            markup=False,
+        )
+        return None
+
     def _focus(self, selector: str) -> Callable[[], None]:
         def focus() -> None:
             self.query_one(selector).focus()
@@ -436,6 +480,20 @@ class FishtalkApp(App[int]):
             self._render_timer.stop()
             self._render_timer = None
         self._draw(self._state)
+
+
+def screenshot_folders() -> list[Path]:
+    """Where a screenshot goes, best first: ``~/Downloads`` if it exists, fishtalk's state
+    folder, the current folder."""
+    import platformdirs
+
+    folders = []
+    downloads = Path.home() / "Downloads"
+    if downloads.is_dir():
+        folders.append(downloads)
+    folders.append(platformdirs.user_state_path("fishtalk", appauthor=False) / "screenshots")
+    folders.append(Path.cwd())
+    return folders
 
 
 def _runner(app: App[int], action: str) -> Callable[[], object]:
