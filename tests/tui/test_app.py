@@ -462,7 +462,8 @@ async def test_small_terminal_and_resize() -> None:
 
 
 def _luminance(color: Color | None) -> float:
-    assert color is not None and color.triplet is not None, color
+    assert color is not None
+    assert color.triplet is not None, color
     red, green, blue = color.triplet
     return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
 
@@ -493,7 +494,8 @@ async def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
                 fg, bg = _luminance(style.color), _luminance(style.bgcolor)
                 assert abs(fg - bg) >= 0.4, (label, style)
                 for color in (style.color, style.bgcolor):
-                    assert color is not None and color.triplet is not None
+                    assert color is not None
+                    assert color.triplet is not None
                     assert len(set(color.triplet)) == 1, (label, style)  # grey: no colour
         assert all(style.reverse for style in labels["agent ▸"])
 

@@ -81,7 +81,8 @@ async def test_yes_runs_the_tool() -> None:
     assert "[bold]x[/]" in shown
     assert "\\u001b[31m" in shown  # JSON-escaped, inert
     assert "\x1b" not in shown
-    assert "Allow" in shown and "Deny" in shown
+    assert "Allow" in shown
+    assert "Deny" in shown
 
 
 async def test_no_and_escape_decline() -> None:

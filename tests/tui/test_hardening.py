@@ -28,6 +28,10 @@ def notices(app: FishtalkApp) -> list[str]:
     return [str(n.message) for n in app._notifications]
 
 
+def svg_text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
 async def until_notified(pilot: Pilot[int], app: FishtalkApp, part: str) -> str:
     for _ in range(300):
         for message in notices(app):
@@ -118,7 +122,6 @@ async def test_palette_screenshot_saves_where_it_can_and_says_where(
         command.callback()
         message = await until_notified(pilot, app, "Saved to ")
         saved = Path(message.removeprefix("Saved to "))
-        assert saved.is_file()
-        assert saved.read_text(encoding="utf-8").startswith("<svg")
+        assert svg_text(saved).startswith("<svg")
         folder = home / "Downloads" if downloads else tmp_path / "state/fishtalk/screenshots"
         assert saved.parent == folder

@@ -305,13 +305,13 @@ class Transcript(TranscriptView[TranscriptItem]):
     def __init__(self, *, id: str | None = None, max_items: int = DEFAULT_MAX_ITEMS) -> None:
         self._ended = False
         super().__init__(
-            self._render,
+            self._item_text,
             max_items=max_items,
             empty_text=Text("Nothing said yet. Type below, or speak.", style="dim"),
             id=id,
         )
 
-    def _render(self, item: TranscriptItem) -> Text:
+    def _item_text(self, item: TranscriptItem) -> Text:
         if isinstance(item, ErrorEntry):
             return render_error(item)
         no_color = self.is_attached and self.app.no_color
