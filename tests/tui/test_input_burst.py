@@ -96,7 +96,7 @@ async def test_a_paste_between_typed_lines_keeps_every_line_in_order() -> None:
         session.feed(*connected())
         box = app.query_one(MessageInput)
         await pilot.press(*"before", "enter")
-        box.post_message(events.Paste("a\nb"))
+        app.post_message(events.Paste("a\nb"))
         app.post_message(events.Key("enter", "\r"))
         for char in "after":
             app.post_message(events.Key(char, char))
@@ -106,3 +106,4 @@ async def test_a_paste_between_typed_lines_keeps_every_line_in_order() -> None:
                 break
             await pilot.pause(0.01)
         assert typed_texts(session) == ["before", "a\nb", "after"]
+        assert box.value == ""
