@@ -35,7 +35,7 @@ from fishtalk.tui.screens.approve import ApprovalScreen
 from fishtalk.tui.screens.ended import EndedScreen, Summary
 from fishtalk.tui.screens.help import HelpScreen
 from fishtalk.tui.session_like import SessionLike
-from fishtalk.tui.widgets.message_input import MessageInput
+from fishtalk.tui.widgets.message_input import MessageInput, to_box
 from fishtalk.tui.widgets.meters import LevelMeters
 from fishtalk.tui.widgets.status import AgentIndicator, ConnectionStatus, ModeFlags, SessionClock
 from fishtalk.tui.widgets.tools import ToolPanel
@@ -333,7 +333,7 @@ class FishtalkApp(App[int]):
         if message.text is None:
             self._input.action_delete_left()
         else:
-            self._input.type_ahead(message.text)
+            self._input.type_ahead(to_box(message.text))
 
     def _close_approvals(self) -> None:
         """The call is over (or being hung up): no question about it stays open."""

@@ -122,9 +122,12 @@ async def test_typing_when_the_question_opens_neither_answers_nor_is_lost() -> N
         assert not task.done()
         assert isinstance(app.screen, ApprovalScreen)
         await until(pilot, lambda: box.value == "yes please y", "the typing reached the box")
-        # Armed now: letters still go to the box, never to the dialog.
+        # Armed now: letters and pastes still go to the box, never to the dialog.
         await pilot.press("y", "backspace", "!")
-        await until(pilot, lambda: box.value == "yes please y!", "more typing reached the box")
+        app.post_message(events.Paste(" and\nmore"))
+        await until(
+            pilot, lambda: box.value == "yes please y! and⏎more", "more typing reached the box"
+        )
         assert not task.done()
         assert app.screen is screen
         # Nothing was sent on the user's behalf either.
@@ -135,7 +138,8 @@ async def test_typing_when_the_question_opens_neither_answers_nor_is_lost() -> N
         await until(pilot, lambda: box.has_focus, "the message box has the focus again")
         await pilot.press("enter")
         await drawn(pilot, session)
-        assert [seg.text for seg in session.state.transcript if seg.typed] == ["yes please y!"]
+        typed = [seg.text for seg in session.state.transcript if seg.typed]
+        assert typed == ["yes please y! and\nmore"]
 
 
 async def test_a_timed_out_question_goes_away() -> None:

@@ -7,7 +7,7 @@ sees ``user.activity``). So no key typed before the dialog was seen may answer i
   ignored as an answer;
 - the answer is a button (Allow or Deny), never a bare letter; Deny has the focus, so a
   stray Enter declines, and Escape declines once armed;
-- letters, spaces and backspaces typed while the dialog is up are not lost: they go on
+- letters, spaces, backspaces and pastes while the dialog is up are not lost: they go on
   into the message box underneath (:class:`ApprovalScreen.TypedAhead`).
 """
 
@@ -97,6 +97,13 @@ class ApprovalScreen(ModalScreen[bool]):
             return  # Enter, Tab, arrows and Escape do their work
         event.stop()
         event.prevent_default()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste is typing too: it goes to the message box, never to the dialog."""
+        event.stop()
+        event.prevent_default()
+        if event.text:
+            self.post_message(self.TypedAhead(event.text))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Escape and the arrows only once armed."""
