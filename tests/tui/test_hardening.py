@@ -10,7 +10,7 @@ from textual.pilot import Pilot
 
 from fishtalk import conversation as c
 from fishtalk.protocol import AgentError
-from fishtalk.tui.app import NO_MIC, FishtalkApp
+from fishtalk.tui.app import NO_MIC, NO_SPEAKER, FishtalkApp
 from fishtalk.tui.driver import ScriptedSession
 from fishtalk.tui.widgets.meters import NO_AUDIO
 from fishtalk.tui.widgets.status import ModeFlags
@@ -125,3 +125,15 @@ async def test_palette_screenshot_saves_where_it_can_and_says_where(
         assert svg_text(saved).startswith("<svg")
         folder = home / "Downloads" if downloads else tmp_path / "state/fishtalk/screenshots"
         assert saved.parent == folder
+
+
+async def test_spoken_replies_without_audio_output_say_they_stay_text() -> None:
+    session = ScriptedSession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        session.feed(*connected())
+        await drawn(pilot, session)
+        await pilot.press("ctrl+t")
+        assert await until_notified(pilot, app, "no audio output") == NO_SPEAKER
+        await drawn(pilot, session)
+        assert "replies: spoken" not in screen_text(app)
