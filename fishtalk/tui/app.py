@@ -446,10 +446,10 @@ class FishtalkApp(App[int]):
             except OSError as exc:
                 failure = f"{folder}: {exc.strerror or exc}"
                 continue
-            self.notify(f"Saved to {saved}", title="screenshot", markup=False)
+            self.notify(f"Saved to {clean(saved)}", title="screenshot", markup=False)
             return saved
         self.notify(
-            f"The screenshot could not be saved ({failure}).",
+            f"The screenshot could not be saved ({clean(failure)}).",
             title="screenshot",
             severity="error",
             markup=False,
@@ -488,9 +488,13 @@ def screenshot_folders() -> list[Path]:
     import platformdirs
 
     folders = []
-    downloads = Path.home() / "Downloads"
-    if downloads.is_dir():
-        folders.append(downloads)
+    try:
+        downloads = Path.home() / "Downloads"
+    except RuntimeError:  # no home directory to be found
+        pass
+    else:
+        if downloads.is_dir():
+            folders.append(downloads)
     folders.append(platformdirs.user_state_path("fishtalk", appauthor=False) / "screenshots")
     folders.append(Path.cwd())
     return folders
