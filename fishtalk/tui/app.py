@@ -244,7 +244,9 @@ class FishtalkApp(App[int]):
         audio = self.has_audio
         if audio != meters.audio:
             meters.audio = audio
-            self._flags.show(self._state, audio=audio, mic=self.has_mic)
+        # The devices open after the session starts, the microphone maybe last of all
+        # (show() does nothing when nothing changed).
+        self._flags.show(self._state, audio=audio, mic=self.has_mic)
         if not audio:
             return
         levels = self.session.audio_levels()
