@@ -15,14 +15,13 @@ from textual.pilot import Pilot
 from textual.widgets import Button
 
 from fishtalk.tools.registry import ApprovalRequest
-from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.driver import ScriptedSession
 from fishtalk.tui.run import _AppLink
 from fishtalk.tui.screens.approve import ApprovalScreen
 from fishtalk.tui.widgets.message_input import MessageInput
 from fishtalk.tui.widgets.tools import ToolPanel
 
-from .helpers import client_call, connected, drawn, make_app
+from .helpers import FishtalkApp, client_call, connected, drawn, make_app
 
 REQUEST = ApprovalRequest(
     call_id="c1",

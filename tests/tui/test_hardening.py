@@ -11,12 +11,11 @@ from textual.pilot import Pilot
 from fishtalk import conversation as c
 from fishtalk.protocol import AgentError
 from fishtalk.tui.app import NO_MIC, NO_SPEAKER, FishtalkApp
-from fishtalk.tui.driver import ScriptedSession
 from fishtalk.tui.widgets.meters import NO_AUDIO
 from fishtalk.tui.widgets.status import ModeFlags
 from fishtalk.tui.widgets.transcript import Transcript
 
-from .helpers import FakeDevices, agent_says, connected, drawn, make_app
+from .helpers import FakeDevices, ScriptedSession, agent_says, connected, drawn, make_app
 
 
 def screen_text(app: FishtalkApp) -> str:

@@ -6,11 +6,10 @@ from textual import events
 
 from fishtalk import conversation as c
 from fishtalk.protocol import UserMessage
-from fishtalk.tui.driver import ScriptedSession
 from fishtalk.tui.widgets.message_input import NEWLINE_MARK, MessageInput
 from fishtalk.tui.widgets.transcript import Transcript
 
-from .helpers import connected, drawn, make_app
+from .helpers import ScriptedSession, connected, drawn, make_app
 
 
 def typed_texts(session: ScriptedSession) -> list[str]:

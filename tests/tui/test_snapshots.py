@@ -13,9 +13,7 @@ from textual.widgets import Input
 
 from fishtalk import conversation as c
 from fishtalk.audio.base import AudioLevels
-from fishtalk.tools.registry import ApprovalRequest
 from fishtalk.tui.driver import ScriptedSession
-from fishtalk.tui.screens.approve import ApprovalScreen
 from fishtalk.tui.screens.ended import EndedScreen
 
 from .helpers import (
@@ -122,33 +120,5 @@ def test_ended(snap_compare: Any, size: tuple[int, int]) -> None:
         assert isinstance(pilot.app.screen, EndedScreen)
         await drawn(pilot, session)
         await calm(pilot)
-
-    assert snap_compare(make_app(session), terminal_size=size, run_before=run_before)
-
-
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_approval_armed(snap_compare: Any, size: tuple[int, int]) -> None:
-    """The tool question once armed: Allow and Deny buttons, Deny focused."""
-    session = ScriptedSession(audio=FakeDevices())
-    request = ApprovalRequest(
-        call_id="t9",
-        tool_name="open_url",
-        params={"url": "https://example.com/docs"},
-        summary="open https://example.com/docs in the browser",
-    )
-
-    async def run_before(pilot: Pilot[Any]) -> None:
-        await quiet(pilot)
-        session.feed(*connected(), client_call("t9", "open_url", 2.0, dict(request.params)))
-        await drawn(pilot, session)
-        await calm(pilot)
-        screen = ApprovalScreen(request, arm_delay=0.05)
-        pilot.app.push_screen(screen)
-        for _ in range(500):
-            if screen.armed:
-                break
-            await pilot.pause(0.01)
-        assert screen.armed
-        await pilot.pause()
 
     assert snap_compare(make_app(session), terminal_size=size, run_before=run_before)
