@@ -122,10 +122,10 @@ async def test_typing_when_the_question_opens_neither_answers_nor_is_lost() -> N
         assert isinstance(app.screen, ApprovalScreen)
         await until(pilot, lambda: box.value == "yes please y", "the typing reached the box")
         # Armed now: letters and pastes still go to the box, never to the dialog.
-        await pilot.press("y", "backspace", "!")
+        await pilot.press("y", "backspace", "!", "space")
         app.post_message(events.Paste(" and\nmore"))
         await until(
-            pilot, lambda: box.value == "yes please y! and⏎more", "more typing reached the box"
+            pilot, lambda: box.value == "yes please y!  and⏎more", "more typing reached the box"
         )
         assert not task.done()
         assert app.screen is screen
@@ -138,7 +138,7 @@ async def test_typing_when_the_question_opens_neither_answers_nor_is_lost() -> N
         await pilot.press("enter")
         await drawn(pilot, session)
         typed = [seg.text for seg in session.state.transcript if seg.typed]
-        assert typed == ["yes please y! and\nmore"]
+        assert typed == ["yes please y!  and\nmore"]
 
 
 async def test_a_timed_out_question_goes_away() -> None:
