@@ -31,10 +31,11 @@ from fishtalk.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError
 from fishtalk.tui import keys
 from fishtalk.tui.messages import SessionFinished, StateChanged
 from fishtalk.tui.safe import clean
+from fishtalk.tui.screens.approve import ApprovalScreen
 from fishtalk.tui.screens.ended import EndedScreen, Summary
 from fishtalk.tui.screens.help import HelpScreen
 from fishtalk.tui.session_like import SessionLike
-from fishtalk.tui.widgets.message_input import MessageInput
+from fishtalk.tui.widgets.message_input import MessageInput, to_box
 from fishtalk.tui.widgets.meters import LevelMeters
 from fishtalk.tui.widgets.status import AgentIndicator, ConnectionStatus, ModeFlags, SessionClock
 from fishtalk.tui.widgets.tools import ToolPanel
@@ -46,6 +47,9 @@ QUIT_GRACE = 5.0
 """Seconds ``quit`` waits for a clean hang-up before leaving anyway."""
 
 _T = TypeVar("_T")
+
+NO_MIC = "There is no microphone: nothing to mute (type your messages)."
+NO_SPEAKER = "There is no audio output: replies are shown as text."
 
 _CALL_ACTIONS = frozenset(
     {"interrupt", "toggle_mute", "toggle_spoken", "hangup", "help", "cycle_focus"}
@@ -186,18 +190,19 @@ class FishtalkApp(App[int]):
         self._last_render = time.monotonic()
         self.renders += 1
         now = self._clock()
-        self._transcript.set_ended(state.ended)
-        self._transcript.set_items(state.transcript)
-        self._tools.show(state.tools, now)
+        self._transcript.show(state)
+        self._tools.show(state.tools, now, ended=state.ended)
         self._agent.show(state)
         self._connection.show(state)
         self._clock_view.show(state, now)
         audio = self.has_audio
-        self._flags.show(state, audio=audio)
+        self._flags.show(state, audio=audio, mic=self.has_mic)
         meters = self._meters
         meters.audio = audio
         meters.muted = state.muted
         self._input.disabled = state.ended
+        if state.ended:
+            self._close_approvals()
         self._announce(state)
 
     def _announce(self, state: State) -> None:
@@ -217,7 +222,7 @@ class FishtalkApp(App[int]):
         """Once a second: the session clock and running tools' elapsed times."""
         now = self._clock()
         self._clock_view.show(self._state, now)
-        self._tools.show(self._state.tools, now)
+        self._tools.show(self._state.tools, now, ended=self._state.ended)
 
     @property
     def has_audio(self) -> bool:
@@ -227,13 +232,21 @@ class FishtalkApp(App[int]):
             return False
         return backend.has_input or not isinstance(backend, NullAudio)
 
+    @property
+    def has_mic(self) -> bool:
+        """Whether there is a microphone (something to mute)."""
+        backend = self.session.audio
+        return backend is not None and backend.has_input
+
     def refresh_levels(self) -> None:
         """Poll the session's audio levels into the meters (about 20 Hz while running)."""
         meters = self._meters
         audio = self.has_audio
         if audio != meters.audio:
             meters.audio = audio
-            self._flags.show(self._state, audio=audio)
+        # The devices open after the session starts, the microphone maybe last of all
+        # (show() does nothing when nothing changed).
+        self._flags.show(self._state, audio=audio, mic=self.has_mic)
         if not audio:
             return
         levels = self.session.audio_levels()
@@ -300,14 +313,13 @@ class FishtalkApp(App[int]):
 
     # --- UI -> session ---------------------------------------------------------------------
 
-    @on(Input.Submitted, "#input")
-    def _send(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        if not text or self._state.ended:
-            return
-        self.session.send_text(text)
-        self._input.remember(text)
-        event.input.clear()
+    @on(MessageInput.Sent, "#input")
+    def _send(self, event: MessageInput.Sent) -> None:
+        # The input already cleared itself when it took this text: nothing to clear here,
+        # so a line typed since then stays where it is.
+        text = event.text.strip()
+        if text and not self._state.ended:
+            self.session.send_text(text)
 
     @on(Input.Changed, "#input")
     def _typing(self, event: Input.Changed) -> None:
@@ -318,20 +330,41 @@ class FishtalkApp(App[int]):
             self._last_activity = now
             self.session.activity()
 
+    def on_approval_screen_typed_ahead(self, message: ApprovalScreen.TypedAhead) -> None:
+        """Keys typed while an approval question was up belong to the message box."""
+        if message.text is None:
+            self._input.action_delete_left()
+        else:
+            self._input.type_ahead(to_box(message.text))
+
+    def _close_approvals(self) -> None:
+        """The call is over (or being hung up): no question about it stays open."""
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, ApprovalScreen) and screen in self.screen_stack:
+                screen.pop_until_active()
+                screen.dismiss(False)
+
     def action_interrupt(self) -> None:
         """Stop the agent talking."""
         self.session.interrupt()
 
     def action_toggle_mute(self) -> None:
-        """Mute or unmute the microphone."""
+        """Mute or unmute the microphone (there may be none to mute)."""
+        if not self.has_mic:
+            self.notify(NO_MIC, title="mute", severity="warning", markup=False, timeout=4)
+            return
         self.session.set_muted(not self._state.muted)
 
     def action_toggle_spoken(self) -> None:
         """Switch between spoken and text-only replies."""
-        self.session.set_spoken(not self._state.spoken)
+        spoken = not self._state.spoken
+        self.session.set_spoken(spoken)
+        if spoken and not self.has_audio:
+            self.notify(NO_SPEAKER, severity="information", markup=False, timeout=4)
 
     def action_hangup(self) -> None:
         """End the call; the ended screen follows when the session has wound down."""
+        self._close_approvals()
         self.session.hangup()
 
     def action_cycle_focus(self) -> None:
@@ -395,6 +428,36 @@ class FishtalkApp(App[int]):
             if command.title not in ("Quit", "Keys"):
                 yield command
 
+    def deliver_screenshot(
+        self,
+        filename: str | None = None,
+        path: str | None = None,
+        time_format: str | None = None,
+    ) -> str | None:
+        """Save an SVG of the screen in a folder that exists, and say where.
+
+        Textual's own delivery assumes ``~/Downloads`` exists; here it is used when it
+        does, else fishtalk's state folder (created), else the current folder.
+        """
+        folders = [Path(path).expanduser()] if path else screenshot_folders()
+        failure = "no folder to save in"
+        for folder in folders:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                saved = self.save_screenshot(filename, str(folder), time_format)
+            except OSError as exc:
+                failure = f"{folder}: {exc.strerror or exc}"
+                continue
+            self.notify(f"Saved to {clean(saved)}", title="screenshot", markup=False)
+            return saved
+        self.notify(
+            f"The screenshot could not be saved ({clean(failure)}).",
+            title="screenshot",
+            severity="error",
+            markup=False,
+        )
+        return None
+
     def _focus(self, selector: str) -> Callable[[], None]:
         def focus() -> None:
             self.query_one(selector).focus()
@@ -419,6 +482,24 @@ class FishtalkApp(App[int]):
             self._render_timer.stop()
             self._render_timer = None
         self._draw(self._state)
+
+
+def screenshot_folders() -> list[Path]:
+    """Where a screenshot goes, best first: ``~/Downloads`` if it exists, fishtalk's state
+    folder, the current folder."""
+    import platformdirs
+
+    folders = []
+    try:
+        downloads = Path.home() / "Downloads"
+    except RuntimeError:  # no home directory to be found
+        pass
+    else:
+        if downloads.is_dir():
+            folders.append(downloads)
+    folders.append(platformdirs.user_state_path("fishtalk", appauthor=False) / "screenshots")
+    folders.append(Path.cwd())
+    return folders
 
 
 def _runner(app: App[int], action: str) -> Callable[[], object]:

@@ -409,7 +409,7 @@ async def test_tui_approval_modal_runs_or_declines(tmp_path: Path) -> None:
 
             async def modal() -> str:
                 for _ in range(int(WAIT / 0.05)):
-                    if isinstance(app.screen, ApprovalScreen):
+                    if isinstance(app.screen, ApprovalScreen) and app.screen.armed:
                         await pilot.pause()
                         return "\n".join(s.text for s in app.screen._compositor.render_strips())
                     await pilot.pause(0.05)
@@ -418,7 +418,7 @@ async def test_tui_approval_modal_runs_or_declines(tmp_path: Path) -> None:
             shown = await modal()
             assert "guarded" in shown
             assert "first [b]call[/b]" in shown  # params shown, as plain text
-            await pilot.press("y")
+            await pilot.click("#approve-allow")
 
             async def settled(n: int) -> None:
                 for _ in range(int(WAIT / 0.05)):
@@ -435,7 +435,7 @@ async def test_tui_approval_modal_runs_or_declines(tmp_path: Path) -> None:
 
             shown = await modal()
             assert "second" in shown
-            await pilot.press("n")
+            await pilot.click("#approve-deny")
             await settled(2)
             assert not isinstance(app.screen, ApprovalScreen)
 

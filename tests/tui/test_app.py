@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from rich.color import Color
+from rich.style import Style
 from rich.text import Text
 
 from fishtalk import conversation as c
@@ -17,6 +19,7 @@ from fishtalk.tui.widgets.tools import ToolPanel
 from fishtalk.tui.widgets.transcript import Transcript, render_segment
 
 from .helpers import (
+    FakeDevices,
     Recorder,
     agent_says,
     agent_state,
@@ -224,7 +227,7 @@ async def test_tool_failure_toast() -> None:
 
 
 async def test_mute_and_spoken_toggles() -> None:
-    session = ScriptedSession()
+    session = ScriptedSession(audio=FakeDevices())  # a microphone to mute
     app = make_app(session)
     async with app.run_test(size=(100, 30)) as pilot:
         session.feed(*connected())
@@ -358,7 +361,7 @@ async def test_help_screen_and_question_mark_in_input() -> None:
 
 
 async def test_keys_rebind_from_config() -> None:
-    session = ScriptedSession()
+    session = ScriptedSession(audio=FakeDevices())  # a microphone to mute
     session.feed(*connected())
     app = make_app(session, keymap={"hangup": "f10", "mute": "f4"})
     async with app.run_test(size=(100, 30)) as pilot:
@@ -458,12 +461,43 @@ async def test_small_terminal_and_resize() -> None:
         assert all(len(line) <= transcript.size.width for line in transcript.text_lines())
 
 
+def _luminance(color: Color | None) -> float:
+    assert color is not None
+    assert color.triplet is not None, color
+    red, green, blue = color.triplet
+    return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
+
+
 async def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = make_app(ScriptedSession())
+    session = ScriptedSession()
+    app = make_app(session)
     assert app.no_color
-    async with app.run_test(size=(80, 24)):
-        pass
+    async with app.run_test(size=(80, 24)) as pilot:
+        session.feed(*connected(), *agent_says("a1", ["Hello"], 2.0))
+        await pilot.press(*"hi", "enter")
+        await drawn(pilot, session)
+        # What reaches the terminal: the labels stand out by weight and reverse video,
+        # not by a colour the monochrome filter turns into grey on grey.
+        strips = app.screen._compositor.render_strips()
+        labels: dict[str, list[Style]] = {}
+        for strip in strips:
+            for segment in strip:
+                for label in ("agent ▸", "you ⌨"):
+                    if label in segment.text:
+                        assert segment.style is not None
+                        labels.setdefault(label, []).append(segment.style)
+        assert set(labels) == {"agent ▸", "you ⌨"}, labels
+        for label, styles in labels.items():
+            for style in styles:
+                assert style.bold, (label, style)
+                fg, bg = _luminance(style.color), _luminance(style.bgcolor)
+                assert abs(fg - bg) >= 0.4, (label, style)
+                for color in (style.color, style.bgcolor):
+                    assert color is not None
+                    assert color.triplet is not None
+                    assert len(set(color.triplet)) == 1, (label, style)  # grey: no colour
+        assert all(style.reverse for style in labels["agent ▸"])
 
 
 def test_render_segment_marks() -> None:
@@ -505,7 +539,7 @@ async def test_tiny_terminal_does_not_crash() -> None:
 
 
 async def test_actions_run_from_the_command_palette() -> None:
-    session = ScriptedSession()
+    session = ScriptedSession(audio=FakeDevices())  # a microphone to mute
     session.feed(*connected())
     app = make_app(session)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -572,7 +606,10 @@ async def test_queued_turn_reads_not_sent_after_the_end() -> None:
         assert transcript.plain_items() == ["you ⌨ lost  (queued)  ·text reply"]
         session.feed(c.ConnectFailed(2.0, detail="no network"))
         await drawn(pilot, session)
-        assert transcript.plain_items() == ["you ⌨ lost  (not sent)  ·text reply"]
+        assert transcript.plain_items() == [
+            "you ⌨ lost  (not sent)  ·text reply",
+            "⚠ error: Could not establish the realtime session. — no network",
+        ]
 
 
 async def test_input_history_recalls_sent_messages() -> None:

@@ -78,7 +78,11 @@ async def test_meters_move_with_real_audio(vaudio: VirtualAudio, sim: SimHandle)
     async with app.run_test(size=(100, 30)) as pilot:
         meters = app.query_one(LevelMeters)
         await until(pilot, "real audio devices", lambda: app.has_audio and meters.audio)
-        assert "mic: live" in str(app.query_one(ModeFlags).render())
+        # The microphone opens last of all (until then the flags say there is none).
+        flags = app.query_one(ModeFlags)
+        await until(pilot, "the live microphone", lambda: "mic: live" in str(flags.render()))
+        assert app.has_mic
+        assert "mic: live" in str(flags.render())
         await until(pilot, "the agent's voice on the meter", lambda: meters.levels.agent_rms > 0.01)
         assert "█" in str(meters.render()).split("\n")[1]
         rate = 48_000

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -211,7 +212,11 @@ def test_demo_in_a_terminal(tmux: Tmux) -> None:
     # The tour answers a typed turn between two of its steps, not after the whole tour.
     screen = tmux.wait_for("You said: hello from tmux", within=150)
     assert "That's the tour" not in screen
-    assert "lookup_weather" in screen or "notify" in screen or "tools" in screen
+    # A tool card is on screen: a status glyph and a tool's name (the panel's title,
+    # "tools", is there all along and proves nothing).
+    screen = tmux.wait_for("lookup_weather", within=90)
+    assert "no tool calls yet" not in screen
+    assert re.search(r"[◔✓] lookup_weather", screen), screen
     tmux.run("send-keys", "-t", "main", "C-x")
     ended = tmux.wait_for("Session ended", within=30)
     assert "You hung up." in ended

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from textual import events
 from textual.pilot import Pilot
 
 from fishtalk.config import load_settings
@@ -87,9 +88,21 @@ _CUT = parse_scenario(
 )
 
 
+_ECHO = parse_scenario(
+    """
+    then = "converse"
+    [agent]
+    greeting = ""
+    voice = "tones"
+    idle_seconds = 0
+    """,
+    name="echo",
+)
+
+
 @pytest.fixture
 async def sim() -> AsyncIterator[SimHandle]:
-    async with run_sim(scenarios={"tour": _TOUR, "cut": _CUT}) as handle:
+    async with run_sim(scenarios={"tour": _TOUR, "cut": _CUT, "echo": _ECHO}) as handle:
         yield handle
 
 
@@ -242,3 +255,43 @@ async def test_interrupt_reconnect_and_agent_hangup(sim: SimHandle) -> None:
     statuses = [s.status for s in seen]
     assert "reconnecting" in statuses
     assert statuses[statuses.index("reconnecting") :].count("connected") >= 1
+
+
+async def test_lines_typed_at_full_speed_reach_the_agent_once_each_in_order(
+    sim: SimHandle,
+) -> None:
+    session = session_for(sim, "echo")
+    app = app_for(session)
+    lines = [f"line {n} yes" for n in range(15)]
+    paste = "a pasted\nmulti-line\nmessage"
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(
+            pilot,
+            "the agent",
+            lambda: session.state.status == "connected" and session.state.agent_state is not None,
+        )
+        # Every key queued before the app handles any (a paste tool's speed).
+        for line in lines:
+            for char in line:
+                app.post_message(events.Key("space" if char == " " else char, char))
+            app.post_message(events.Key("enter", "\r"))
+        app.post_message(events.Paste(paste))
+        app.post_message(events.Key("enter", "\r"))
+        expected = [f"You said: {line}" for line in [*lines, paste]]
+
+        def answers() -> list[str]:
+            return [
+                seg.text.split(". Try")[0]
+                for seg in session.state.transcript
+                if seg.role == "agent" and seg.final and seg.text.startswith("You said:")
+            ]
+
+        await until(pilot, "every answer", lambda: len(answers()) >= len(expected))
+        assert answers() == expected
+        assert [seg.text for seg in session.state.transcript if seg.typed] == [*lines, paste]
+        (agent,) = sim.agents.values()
+        assert agent.journal.count("received user.message") == len(expected)
+        await pilot.press("ctrl+x")
+        await until(pilot, "the ended screen", lambda: isinstance(app.screen, EndedScreen))
+        await pilot.press("q")
+        await pilot.pause()

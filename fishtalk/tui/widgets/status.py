@@ -141,21 +141,27 @@ class SessionClock(Static):
 
 
 class ModeFlags(Static):
-    """Microphone (live / muted / none) and reply mode (spoken / text-only)."""
+    """Microphone (live / muted / none) and reply mode (spoken / text-only).
+
+    Without any audio device the meters' notice says so once and this widget hides:
+    neither "mic: none" nor "replies: spoken" would be true to show then.
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._shown: tuple[bool, bool, bool] | None = None
+        self._shown: tuple[bool, bool, bool, bool] | None = None
 
-    def show(self, state: State, *, audio: bool) -> None:
-        """Render the flags (no-op when unchanged)."""
-        key = (state.muted, state.spoken, audio)
+    def show(self, state: State, *, audio: bool, mic: bool | None = None) -> None:
+        """Render the flags (no-op when unchanged). ``mic`` defaults to ``audio``."""
+        has_mic = audio if mic is None else mic
+        key = (state.muted, state.spoken, audio, has_mic)
         if key == self._shown:
             return
         self._shown = key
-        self.set_class(state.muted, "-muted")
+        self.display = audio
+        self.set_class(has_mic and state.muted, "-muted")
         text = Text(no_wrap=True, overflow="ellipsis")
-        if not audio:
+        if not has_mic:
             text.append("mic: none", style="dim")
         elif state.muted:
             text.append("mic: MUTED", style="bold reverse")

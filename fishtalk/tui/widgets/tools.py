@@ -35,6 +35,7 @@ _STATUS_STYLE: Final = {
     "error": "bold red",
     "timeout": "bold red",
     "declined": "bold magenta",
+    "cancelled": "bold magenta",
     "unknown": "bold red",
 }
 
@@ -46,6 +47,7 @@ _STATUS_LOOK: Final = {
     "error": ("✕", "error"),
     "timeout": ("⌛", "timed out"),
     "declined": ("⊘", "declined"),
+    "cancelled": ("⊘", "cancelled: the call ended"),
     "unknown": ("?", "no handler"),
 }
 
@@ -82,14 +84,26 @@ def _fmt_seconds(seconds: float) -> str:
     return f"{seconds:.1f}s" if seconds < 60 else format_duration(seconds)
 
 
-def render_card(card: ToolCard, now: float, *, expanded: bool, width: int | None = None) -> Text:
+def _final(status: str, ended: bool) -> str:
+    return "cancelled" if ended and status == "running" else status
+
+
+def render_card(
+    card: ToolCard,
+    now: float,
+    *,
+    expanded: bool,
+    width: int | None = None,
+    ended: bool = False,
+) -> Text:
     """The whole card as inert text (remote strings never parsed as markup).
 
     Collapsed, each payload is one line; with ``width`` (the card's content width in
     cells) that line is cut to fit with an ellipsis instead of wrapping mid-token, so a
-    card stays a few lines tall in a narrow panel.
+    card stays a few lines tall in a narrow panel. ``ended``: the call is over, so a
+    call still running will never finish (it shows as cancelled).
     """
-    status = card.display_status
+    status = _final(card.display_status, ended)
     glyph, label = _status(status)
     text = Text(overflow="fold")
     text.append(f"{glyph} ", style=_style(status))
@@ -139,9 +153,10 @@ def render_card(card: ToolCard, now: float, *, expanded: bool, width: int | None
             one_line(line)
     client = card.client
     if client is not None:
-        cglyph, clabel = _status(client.status)
+        client_status = _final(client.status, ended)
+        cglyph, clabel = _status(client_status)
         text.append("\nlocal ", style="bold dim")
-        text.append(f"{cglyph} {clabel}", style=_style(client.status))
+        text.append(f"{cglyph} {clabel}", style=_style(client_status))
         if client.duration is not None:
             text.append(f" {_fmt_seconds(client.duration)}", style="dim")
         if not client.expects_response:
@@ -182,10 +197,13 @@ class ToolCardView(Static):
             super().__init__()
             self.card = card
 
-    def __init__(self, card: ToolCard, now: float, *, expanded: bool = False) -> None:
+    def __init__(
+        self, card: ToolCard, now: float, *, expanded: bool = False, ended: bool = False
+    ) -> None:
         super().__init__(classes="tool-card")
         self.card = card
         self.expanded = expanded
+        self.ended = ended
         self._now = now
         self._width = 0
         self._paint()
@@ -193,15 +211,21 @@ class ToolCardView(Static):
     @property
     def running(self) -> bool:
         """Whether the live elapsed time still moves."""
-        return self.card.display_status == "running"
+        return not self.ended and self.card.display_status == "running"
 
     def _paint(self) -> None:
-        status = self.card.display_status
+        status = _final(self.card.display_status, self.ended)
         for name in ("running", "failed", "error", "timeout", "unknown"):
             self.set_class(status == name, f"-{name}")
         self._width = self.content_size.width
         self.update(
-            render_card(self.card, self._now, expanded=self.expanded, width=self._width or None)
+            render_card(
+                self.card,
+                self._now,
+                expanded=self.expanded,
+                width=self._width or None,
+                ended=self.ended,
+            )
         )
 
     def on_resize(self, event: Resize) -> None:
@@ -217,6 +241,15 @@ class ToolCardView(Static):
             return
         self.card, self._now = card, now
         self._paint()
+
+    def set_ended(self, now: float) -> None:
+        """The call is over: a call still running shows as cancelled, its time stops."""
+        if not self.ended:
+            running = self.running
+            self.ended = True
+            if running:
+                self._now = now
+                self._paint()
 
     def set_expanded(self, expanded: bool) -> None:
         """Expand or collapse the payloads."""
@@ -245,6 +278,7 @@ class ToolPanel(VerticalScroll, can_focus=True):
         self._cards: dict[str, ToolCardView] = {}
         self._source: tuple[ToolCard, ...] = ()
         self._selected: str | None = None
+        self._ended = False
         self._hidden = Static("", classes="tools-note")
         self._empty = Static(Text("no tool calls yet", style="dim"), classes="tools-note")
 
@@ -261,8 +295,15 @@ class ToolPanel(VerticalScroll, can_focus=True):
         """The card view for a call id, if mounted."""
         return self._cards.get(call_id)
 
-    def show(self, cards: tuple[ToolCard, ...], now: float) -> None:
-        """Sync the mounted cards with ``cards`` (newest :data:`MAX_CARDS` only)."""
+    def show(self, cards: tuple[ToolCard, ...], now: float, *, ended: bool = False) -> None:
+        """Sync the mounted cards with ``cards`` (newest :data:`MAX_CARDS` only).
+
+        ``ended``: the call is over (calls still running show as cancelled).
+        """
+        if ended and not self._ended:
+            self._ended = True
+            for view in self._cards.values():
+                view.set_ended(now)
         if cards is self._source:
             for view in self._cards.values():
                 if view.running:
@@ -280,7 +321,7 @@ class ToolPanel(VerticalScroll, can_focus=True):
         for card in ordered:
             existing = self._cards.get(card.call_id)
             if existing is None:
-                view = ToolCardView(card, now, expanded=False)
+                view = ToolCardView(card, now, expanded=False, ended=self._ended)
                 self._cards[card.call_id] = view
                 new.append(view)
             else:

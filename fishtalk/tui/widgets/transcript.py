@@ -14,8 +14,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate
-from typing import ClassVar, Generic, TypeVar
+from typing import ClassVar, Generic, TypeAlias, TypeVar
 
+from rich.cells import cell_len
 from rich.segment import Segment as RichSegment
 from rich.style import Style
 from rich.text import Text
@@ -25,7 +26,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from fishtalk.conversation import Segment
+from fishtalk.conversation import ErrorEntry, Segment, State
 from fishtalk.tui.safe import safe_text
 
 T = TypeVar("T")
@@ -226,28 +227,39 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
         return strip.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
 
 
-def render_segment(seg: Segment, *, ended: bool = False) -> Text:
+def render_segment(seg: Segment, *, ended: bool = False, no_color: bool = False) -> Text:
     """One transcript segment as inert text: who, what, and its live/interim/cut marks.
 
     ``ended``: the session is over, so a typed turn still queued was never sent.
+    ``no_color``: ``NO_COLOR`` is set; who speaks is told by weight, reverse video and
+    glyphs (the monochrome filter would turn a coloured label into grey on grey).
     """
     text = Text(overflow="fold")
     if seg.role == "user":
-        label, label_style = ("you ⌨ " if seg.typed else "you ▸ "), "bold cyan"
+        label = "you ⌨ " if seg.typed else "you ▸ "
+        label_style = "bold" if no_color else "bold cyan"
     else:
-        label, label_style = "agent ▸ ", "bold magenta"
-    text.append(label, style=label_style)
+        label = "agent ▸ "
+        label_style = "bold reverse" if no_color else "bold magenta"
+    if no_color and seg.role == "agent":
+        text.append(label.rstrip(), style=label_style)
+        text.append(" ")
+    else:
+        text.append(label, style=label_style)
     interim = seg.role == "user" and not seg.final
     body = seg.text
     if not body and seg.role == "agent" and seg.open:
         body = "…"
+    if "\n" in body:
+        # A multi-line turn (a paste): later lines line up under the first.
+        body = body.replace("\n", "\n" + " " * cell_len(label))
     text.append_text(safe_text(body, "italic dim" if interim else ""))
     if interim:
         text.append(" …", style="dim")
     if seg.role == "agent" and seg.open and not seg.interrupted:
-        text.append(" ▍", style="bold magenta")
+        text.append(" ▍", style="bold" if no_color else "bold magenta")
     if seg.interrupted:
-        text.append("  ⏹ interrupted", style="bold yellow")
+        text.append("  ⏹ interrupted", style="bold" if no_color else "bold yellow")
     if seg.typed and seg.queued:
         text.append("  (not sent)" if ended else "  (queued)", style="dim italic")
     if seg.typed and seg.audio is False:
@@ -255,23 +267,74 @@ def render_segment(seg: Segment, *, ended: bool = False) -> Text:
     return text
 
 
-class Transcript(TranscriptView[Segment]):
-    """The conversation transcript (``State.transcript``)."""
+def render_error(error: ErrorEntry) -> Text:
+    """An error, kept in the transcript after its toast fades: dim, marked, literal."""
+    text = Text(overflow="fold", style="dim")
+    text.append("⚠ error: ", style="bold")
+    text.append_text(safe_text(error.message))
+    if error.detail and error.detail != error.message:
+        text.append(" — ")
+        text.append_text(safe_text(error.detail))
+    return text
+
+
+TranscriptItem: TypeAlias = Segment | ErrorEntry
+"""What the transcript shows: what was said, and the errors between."""
+
+
+def merge_errors(
+    segments: Sequence[Segment], errors: Sequence[ErrorEntry]
+) -> Sequence[TranscriptItem]:
+    """The segments with each error placed by its time (after what started before it)."""
+    if not errors:
+        return segments
+    items: list[TranscriptItem] = []
+    index = 0
+    for error in errors:
+        while index < len(segments) and segments[index].started_at <= error.at:
+            items.append(segments[index])
+            index += 1
+        items.append(error)
+    items.extend(segments[index:])
+    return items
+
+
+class Transcript(TranscriptView[TranscriptItem]):
+    """The conversation transcript (``State.transcript``, with ``State.errors`` in place)."""
 
     def __init__(self, *, id: str | None = None, max_items: int = DEFAULT_MAX_ITEMS) -> None:
         self._ended = False
         super().__init__(
-            lambda seg: render_segment(seg, ended=self._ended),
+            self._item_text,
             max_items=max_items,
             empty_text=Text("Nothing said yet. Type below, or speak.", style="dim"),
             id=id,
         )
 
+    def _item_text(self, item: TranscriptItem) -> Text:
+        if isinstance(item, ErrorEntry):
+            return render_error(item)
+        no_color = self.is_attached and self.app.no_color
+        return render_segment(item, ended=self._ended, no_color=no_color)
+
+    def show(self, state: State) -> None:
+        """Show the state's transcript, its errors in place."""
+        self.set_ended(state.ended)
+        self.set_items(merge_errors(state.transcript, state.errors))
+
     def set_ended(self, ended: bool) -> None:
         """The session ended: queued typed turns now read as not sent."""
         if ended != self._ended:
             self._ended = ended
-            self.invalidate(lambda seg: seg.typed and seg.queued)
+            self.invalidate(lambda item: isinstance(item, Segment) and item.typed and item.queued)
 
 
-__all__ = ["DEFAULT_MAX_ITEMS", "Transcript", "TranscriptView", "render_segment"]
+__all__ = [
+    "DEFAULT_MAX_ITEMS",
+    "Transcript",
+    "TranscriptItem",
+    "TranscriptView",
+    "merge_errors",
+    "render_error",
+    "render_segment",
+]
