@@ -26,7 +26,7 @@ from fishtalk import protocol as p
 from fishtalk.api import LiveKitGrant
 from fishtalk.config import Settings
 from fishtalk.session import Session
-from fishtalk.sim.server import SimServer
+from fishtalk.sim.livekit.server import SimServer
 
 TRIALS = 200
 WARMUP = 10

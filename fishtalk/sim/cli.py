@@ -30,7 +30,7 @@ def _banner(api_url: str, dev_key: str, scenario: str, out: TextIO) -> None:
         "Connect with:",
         f"  FISH_API_KEY={dev_key} fishtalk chat --api-url {api_url} --agent demo",
         "Any agent id plays the scenario; reserved ids such as err-503 or transport-webrtc",
-        "inject errors (listed in fishtalk/sim/endpoint.py). Press Ctrl-C to stop.",
+        "inject errors (listed in fishtalk/sim/fish/endpoint.py). Press Ctrl-C to stop.",
     ]
     out.write("\n".join(lines) + "\n")
     out.flush()
@@ -38,7 +38,7 @@ def _banner(api_url: str, dev_key: str, scenario: str, out: TextIO) -> None:
 
 async def _serve(host: str, port: int, scenario: str | None, out: TextIO) -> None:
     from fishtalk.sim import run_sim
-    from fishtalk.sim.scenario import load_scenario
+    from fishtalk.sim.fish.scenario import load_scenario
 
     # Load first so that a bad file fails before anything listens.
     chosen = load_scenario(scenario) if scenario is not None else None

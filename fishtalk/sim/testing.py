@@ -7,7 +7,7 @@ namespace (mark them ``@pytest.mark.webrtc``).
 
 Fixtures:
 
-* ``sim_server``: a started :class:`~fishtalk.sim.server.SimServer` (stopped afterwards).
+* ``sim_server``: a started :class:`~fishtalk.sim.livekit.server.SimServer` (stopped afterwards).
 * ``room_factory``: ``await room_factory(room, identity, kind=..., attributes=...)``
   connects a new ``rtc.Room`` with a minted token and returns a :class:`Client`; every
   client is disconnected at teardown.
@@ -33,7 +33,7 @@ import pytest
 from livekit import rtc
 from livekit.rtc.room import EventTypes
 
-from fishtalk.sim.server import ParticipantKindName, SimServer
+from fishtalk.sim.livekit.server import ParticipantKindName, SimServer
 
 DEFAULT_WAIT = 15.0
 """Seconds any helper waits before failing (generous: CI machines are shared and slow)."""

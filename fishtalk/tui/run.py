@@ -225,7 +225,7 @@ def run_demo(
     one raises :class:`~fishtalk.sim.scenario.ScenarioError` (one line, exit 2) before
     anything starts.
     """
-    from fishtalk.sim.scenario import load_scenario
+    from fishtalk.sim.fish.scenario import load_scenario
 
     chosen = load_scenario(scenario)
     if not has_webrtc_network():

@@ -22,8 +22,8 @@ from fishtalk.conversation import State
 from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
 from fishtalk.sim import run_sim
-from fishtalk.sim.scenario import parse_scenario
-from fishtalk.sim.voice import ToneVoice
+from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.fish.voice import ToneVoice
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(90)]
 

@@ -16,7 +16,7 @@ import pytest
 
 from fishtalk.audio.virtual import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
 from fishtalk.sim import run_sim
-from fishtalk.sim.scenario import parse_scenario
+from fishtalk.sim.fish.scenario import parse_scenario
 
 pytestmark = [pytest.mark.audio, pytest.mark.timeout(120)]
 

@@ -25,8 +25,8 @@ from fishtalk.api import LiveKitGrant
 from fishtalk.config import Settings
 from fishtalk.conversation import State
 from fishtalk.session import EndResult, Session
-from fishtalk.sim.endpoint import AGENT_IDENTITY, DEFAULT_DEV_KEY, SessionEndpoint, SimSession
-from fishtalk.sim.server import SimServer
+from fishtalk.sim.fish.endpoint import AGENT_IDENTITY, DEFAULT_DEV_KEY, SessionEndpoint, SimSession
+from fishtalk.sim.livekit.server import SimServer
 
 WAIT = 20.0
 """Default bound for every wait in these tests (seconds)."""

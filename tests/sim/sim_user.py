@@ -20,7 +20,7 @@ from livekit import rtc
 
 from fishtalk import protocol as p
 from fishtalk.sim import SimHandle
-from fishtalk.sim.voice import FRAME_SAMPLES, SAMPLE_RATE, rms_dbfs, silence, tone
+from fishtalk.sim.fish.voice import FRAME_SAMPLES, SAMPLE_RATE, rms_dbfs, silence, tone
 
 WAIT = 15.0
 

@@ -16,8 +16,8 @@ from livekit import rtc
 
 from fishtalk import protocol as p
 from fishtalk.sim import SimHandle, run_sim
-from fishtalk.sim.scenario import parse_scenario
-from fishtalk.sim.voice import ToneVoice
+from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.fish.voice import ToneVoice
 
 from .sim_user import UserClient
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fishtalk.sim.endpoint import DEFAULT_DEV_KEY
+from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
 
 FISHTALK = [sys.executable, "-m", "fishtalk"]
 

@@ -16,7 +16,7 @@ from livekit import rtc
 from livekit.protocol import rtc as signal
 
 from fishtalk.protocol import ATTR_AGENT_STATE, TOPIC_TRANSCRIPTION
-from fishtalk.sim.server import SimServer
+from fishtalk.sim.livekit.server import SimServer
 from fishtalk.sim.testing import (
     Client,
     Events,

@@ -17,7 +17,7 @@ from fishtalk.config import load_settings
 from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
 from fishtalk.sim import SimHandle, run_sim
-from fishtalk.sim.scenario import parse_scenario
+from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.widgets.meters import LevelMeters
 from fishtalk.tui.widgets.status import ModeFlags

@@ -37,9 +37,9 @@ from aiortc import MediaStreamTrack
 from livekit.api import AccessToken, VideoGrants
 from livekit.protocol import models, rtc
 
-from fishtalk.sim.media import LOSSY, RELIABLE, ParticipantMedia, TrackRelay, stream_id
-from fishtalk.sim.rooms import Participant, Room, RoomError, RoomRegistry
-from fishtalk.sim.signalling import (
+from fishtalk.sim.livekit.media import LOSSY, RELIABLE, ParticipantMedia, TrackRelay, stream_id
+from fishtalk.sim.livekit.rooms import Participant, Room, RoomError, RoomRegistry
+from fishtalk.sim.livekit.signalling import (
     ClientParams,
     JoinGrant,
     ParticipantSession,

@@ -264,7 +264,7 @@ class Scenario(_Model):
 
 
 BUILTIN: Final = ("demo", "converse", "tools")
-"""Names of the scenarios shipped in ``fishtalk/sim/scenarios``."""
+"""Names of the scenarios shipped in ``fishtalk/sim/fish/scenarios``."""
 
 
 def _describe(exc: ValidationError) -> str:
@@ -292,7 +292,11 @@ def builtin_scenario(name: str) -> Scenario:
     """One of :data:`BUILTIN`."""
     if name not in BUILTIN:
         raise ScenarioError(f"no built-in scenario {name!r} (built-in: {', '.join(BUILTIN)})")
-    text = resources.files("fishtalk.sim").joinpath("scenarios", f"{name}.toml").read_text("utf-8")
+    text = (
+        resources.files("fishtalk.sim.fish")
+        .joinpath("scenarios", f"{name}.toml")
+        .read_text("utf-8")
+    )
     return parse_scenario(text, source=f"{name} (built-in)", name=name)
 
 

@@ -29,7 +29,7 @@ from aiohttp import WSMsgType, web
 from livekit.api import TokenVerifier
 from livekit.protocol import models, rtc
 
-from fishtalk.sim.media import ParticipantMedia
+from fishtalk.sim.livekit.media import ParticipantMedia
 
 log = logging.getLogger(__name__)
 

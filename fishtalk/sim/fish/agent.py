@@ -5,10 +5,10 @@ One :class:`SimAgent` serves one session. It joins the session's room as identit
 
 * publishes ``lk.agent.state`` (``initializing`` -> ``listening`` -> ``thinking`` ->
   ``speaking`` -> ``listening``; ``idle`` after it has re-engaged once without answer);
-* greets the user once they join, runs its :class:`~fishtalk.sim.scenario.Scenario`'s
+* greets the user once they join, runs its :class:`~fishtalk.sim.fish.scenario.Scenario`'s
   steps, then (by default) converses: every ``user.message`` gets an answer (text only
   when ``audio`` is false), and so does every stretch of user speech it hears;
-* speaks with locally synthesised audio (:mod:`fishtalk.sim.voice`) fed to an
+* speaks with locally synthesised audio (:mod:`fishtalk.sim.fish.voice`) fed to an
   ``rtc.AudioSource`` in real time;
 * streams its transcript on ``lk.transcription`` the way LiveKit agents do: one text
   stream per segment, opened with ``lk.segment_id`` and ``lk.transcription_final: "false"``
@@ -54,8 +54,8 @@ import numpy as np
 from livekit import rtc
 
 from fishtalk import protocol as p
-from fishtalk.sim.endpoint import AGENT_IDENTITY, SimSession
-from fishtalk.sim.scenario import (
+from fishtalk.sim.fish.endpoint import AGENT_IDENTITY, SimSession
+from fishtalk.sim.fish.scenario import (
     CallClientTool,
     DropSignalling,
     End,
@@ -71,7 +71,7 @@ from fishtalk.sim.scenario import (
     UserTranscript,
     WaitFor,
 )
-from fishtalk.sim.voice import (
+from fishtalk.sim.fish.voice import (
     FRAME_SAMPLES,
     SAMPLE_RATE,
     Heard,
@@ -101,7 +101,7 @@ _LEAD: Final = 0.06
 
 
 class FaultInjector(Protocol):
-    """The part of :class:`~fishtalk.sim.server.SimServer` the agent's scenarios use."""
+    """The part of :class:`~fishtalk.sim.livekit.server.SimServer` the agent's scenarios use."""
 
     @property
     def ws_url(self) -> str:

@@ -1,0 +1,10 @@
+"""The Fish Audio stand-in that runs on the loopback LiveKit server.
+
+* :mod:`~fishtalk.sim.fish.endpoint`: the session API (``POST /v1/agent/sessions`` and
+  friends), with reserved agent ids that inject errors;
+* :mod:`~fishtalk.sim.fish.agent`: :class:`~fishtalk.sim.fish.agent.SimAgent`, the simulated
+  agent that joins the room and plays a scenario;
+* :mod:`~fishtalk.sim.fish.scenario`: the scenario format and the built-in scenarios
+  (``scenarios/*.toml``);
+* :mod:`~fishtalk.sim.fish.voice`: locally synthesised speech (espeak-ng, or tones).
+"""
