@@ -17,7 +17,7 @@ from livekit.protocol import rtc as signal
 
 from fishtalk.protocol import ATTR_AGENT_STATE, TOPIC_TRANSCRIPTION
 from fishtalk.sim.livekit.server import SimServer
-from fishtalk.sim.testing import (
+from fishtalk.testing.sim_clients import (
     Client,
     Events,
     RoomFactory,
