@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fishtalk.sim.fish.agent import SimAgent
     from fishtalk.sim.fish.endpoint import SessionEndpoint, SimSession
+    from fishtalk.sim.fish.listening import IdleClock
     from fishtalk.sim.fish.scenario import (
         BUILTIN,
         Scenario,
@@ -137,11 +138,14 @@ async def run_sim(
     allowed_origins: Iterable[str] | None = None,
     max_duration_seconds: int = 1800,
     voice: Voice | None = None,
+    idle_clock: IdleClock | None = None,
 ) -> AsyncIterator[SimHandle]:
     """Run server + endpoint + agent spawner until the block exits.
 
     ``scenario`` may be a :class:`~fishtalk.sim.fish.scenario.Scenario`, a file path or a
     built-in name. Raises :class:`~fishtalk.sim.fish.scenario.ScenarioError` for a bad file.
+    ``voice`` and ``idle_clock`` (where the agents' idle time comes from) default to the
+    real ones; tests pass their own.
     """
     from fishtalk.sim.fish.agent import SimAgent
     from fishtalk.sim.fish.endpoint import DEFAULT_ALLOWED_ORIGINS, SessionEndpoint
@@ -177,6 +181,7 @@ async def run_sim(
             server,
             on_end=lambda s: endpoint.end_session(s.session_id),
             voice=voice,
+            idle_clock=idle_clock,
         )
         handle.agents[session.session_id] = agent
         handle._agent_started.set()
