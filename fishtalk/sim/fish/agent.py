@@ -117,6 +117,15 @@ class SimAgent(AgentCore):
         """The voice the agent speaks with."""
         return self.speech.voice
 
+    @property
+    def max_utterance(self) -> float:
+        """Seconds after which a user segment still sounding is finalised anyway."""
+        return self.listening.max_utterance
+
+    @max_utterance.setter
+    def max_utterance(self, seconds: float) -> None:
+        self.listening.max_utterance = seconds
+
     # --- what scenarios and tests call --------------------------------------------------
 
     async def say(self, text: str, *, audio: bool = True) -> str:
@@ -158,7 +167,12 @@ class SimAgent(AgentCore):
         try:
             try:
                 await asyncio.wait_for(
-                    self.room.connect(self.faults.ws_url, self.session.agent_token),
+                    self.room.connect(
+                        self.faults.ws_url,
+                        self.session.agent_token,
+                        # The sim serves no /rtc/v1: skip the attempt and the SDK's warnings.
+                        rtc.RoomOptions(single_peer_connection=False),
+                    ),
                     CONNECT_TIMEOUT,
                 )
             except (rtc.ConnectError, TimeoutError) as exc:
@@ -223,6 +237,8 @@ class SimAgent(AgentCore):
         if self._script is not None and self._script is not asyncio.current_task():
             self._script.cancel()
         self.speech.interrupt()
+        # The session is over from now on: its token must not rejoin, even before we left.
+        self.session.status = "completed"
         with contextlib.suppress(Exception):
             await self.send(p.SessionEnded(reason=reason))
             await self.set_state("idle")

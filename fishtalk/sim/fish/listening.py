@@ -33,6 +33,9 @@ from fishtalk.sim.fish.voice import SAMPLE_RATE, Heard, SpeechDetector, analyse,
 
 INTERIM_EVERY: Final = 0.5
 """Seconds between interim user transcripts while the user makes sound."""
+MAX_UTTERANCE: Final = 15.0
+"""Longest user segment: sound that goes on longer is finalised at this length and the
+rest starts a new segment (speech-to-text endpointing does the same)."""
 
 
 class IdleClock(Protocol):
@@ -81,6 +84,8 @@ class Listening:
         self._last_activity = self.clock.now()
         self.nudged = False
         """Whether the agent has asked "are you still there?" since the last activity."""
+        self.max_utterance = MAX_UTTERANCE
+        """Seconds after which a user segment still sounding is finalised anyway."""
 
     # --- activity and turns -------------------------------------------------------------
 
@@ -165,9 +170,16 @@ class Listening:
                     self.touch()
                 elif outcome == "continue":
                     span += pcm.size
+                    self.touch()  # heard sound is activity: no "are you still there?"
                 if outcome in {"start", "continue"} and detector.active:
+                    if span / rate >= self.max_utterance:
+                        # Endpoint a never-ending sound; what follows is a new segment.
+                        heard = analyse(detector.utterance, rate)
+                        detector.reset()
+                        self._core.note(f"finalised a segment at {self.max_utterance:.0f} s")
+                        await self._heard(identity, segment, heard, over_my_voice, track_sid)
                     # Analyse only when an interim is due: the FFTs are not free.
-                    if span / rate - last_interim >= INTERIM_EVERY:
+                    elif span / rate - last_interim >= INTERIM_EVERY:
                         last_interim = span / rate
                         heard = analyse(detector.utterance, rate)
                         await self._speech.publish_user_transcript(
@@ -179,20 +191,21 @@ class Listening:
                         )
                 elif outcome == "end":
                     heard = analyse(detector.utterance, rate)
-                    await self._speech.publish_user_transcript(
-                        identity,
-                        segment,
-                        describe(heard, final=True),
-                        final=True,
-                        track_sid=track_sid,
-                    )
-                    self.touch()
-                    if over_my_voice:
-                        self._core.note("heard sound over my own voice; not answering it")
-                    else:
-                        self._inbox.put_nowait(HeardSpeech(heard))
+                    await self._heard(identity, segment, heard, over_my_voice, track_sid)
         finally:
             await stream.aclose()
 
+    async def _heard(
+        self, identity: str, segment: str, heard: Heard, over_my_voice: bool, track_sid: str
+    ) -> None:
+        await self._speech.publish_user_transcript(
+            identity, segment, describe(heard, final=True), final=True, track_sid=track_sid
+        )
+        self.touch()
+        if over_my_voice:
+            self._core.note("heard sound over my own voice; not answering it")
+        else:
+            self._inbox.put_nowait(HeardSpeech(heard))
 
-__all__ = ["HeardSpeech", "IdleClock", "Listening", "MonotonicClock", "Turn"]
+
+__all__ = ["MAX_UTTERANCE", "HeardSpeech", "IdleClock", "Listening", "MonotonicClock", "Turn"]
