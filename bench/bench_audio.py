@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from fishtalk.audio.virtual import MIC, SPEAKER, virtual_audio
+from fishtalk.testing.virtual_audio import MIC, SPEAKER, virtual_audio
 
 RATE = 48_000
 FRAME = 480

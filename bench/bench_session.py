@@ -2,7 +2,7 @@
 bare SDK ``publish_data`` on the same loopback sim.
 
 Both senders share one agent participant (a real ``livekit.rtc.Room``) on one
-:class:`~fishtalk.sim.server.SimServer`, in one process, so both are timed on the same
+:class:`~fishtalk.sim.livekit.server.SimServer`, in one process, so both are timed on the same
 clock from the call until the agent's ``data_received`` callback. Trials alternate between
 the two senders. WebRTC needs the private namespace::
 
@@ -26,7 +26,7 @@ from fishtalk import protocol as p
 from fishtalk.api import LiveKitGrant
 from fishtalk.config import Settings
 from fishtalk.session import Session
-from fishtalk.sim.server import SimServer
+from fishtalk.sim.livekit.server import SimServer
 
 TRIALS = 200
 WARMUP = 10

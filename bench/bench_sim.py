@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from livekit import rtc
 
-from fishtalk.sim.server import SimServer
-from fishtalk.sim.testing import Client, connect_client, feed_sine
+from fishtalk.sim.livekit.server import SimServer
+from fishtalk.testing.sim_clients import Client, connect_client, feed_sine
 
 SECRET = "bench-secret-" + "x" * 24
 ROOM = "bench"

@@ -568,7 +568,10 @@ def sim_serve(
         str, typer.Option("--host", metavar="HOST", help="Address to listen on.")
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", metavar="PORT", help="Port (0 picks a free one).")
+        int,
+        typer.Option(
+            "--port", metavar="PORT", min=0, max=65535, help="Port, 0-65535 (0 picks a free one)."
+        ),
     ] = 7880,
     scenario: Annotated[
         str | None,

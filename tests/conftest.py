@@ -12,7 +12,7 @@ import pytest
 from fishtalk.sim.netns import in_namespace
 
 # Shared fixtures for the loopback LiveKit server (sim_server, room_factory).
-pytest_plugins = ["fishtalk.sim.testing"]
+pytest_plugins = ["sim_fixtures"]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

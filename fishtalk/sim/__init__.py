@@ -1,9 +1,14 @@
 """fishtalk's offline stand-in for Fish Audio: a loopback LiveKit server, the session
 endpoint and a simulated agent, runnable in-process.
 
-* :func:`run_sim` (async context manager) starts :class:`~fishtalk.sim.server.SimServer`,
-  mounts :class:`~fishtalk.sim.endpoint.SessionEndpoint` on it, and starts a
-  :class:`~fishtalk.sim.agent.SimAgent` for every session created; it yields a
+Two halves: :mod:`fishtalk.sim.livekit` speaks the LiveKit protocol (signalling, media,
+rooms, the server) and knows nothing of Fish; :mod:`fishtalk.sim.fish` is the Fish stand-in
+on top of it (the session endpoint, the agent, scenarios, voice). :mod:`fishtalk.sim.netns`
+runs a command in a private network namespace; :mod:`fishtalk.sim.cli` is ``sim serve``.
+
+* :func:`run_sim` (async context manager) starts :class:`~fishtalk.sim.livekit.server.SimServer`,
+  mounts :class:`~fishtalk.sim.fish.endpoint.SessionEndpoint` on it, and starts a
+  :class:`~fishtalk.sim.fish.agent.SimAgent` for every session created; it yields a
   :class:`SimHandle` (``api_url``, ``dev_key``, the server, endpoint and agents).
 * :class:`SimThread` runs the same thing on a background thread with its own event loop,
   for ``fishtalk demo``: ``start()`` returns :class:`SimInfo` (``api_url``, ``dev_key``),
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import threading
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,11 +35,43 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fishtalk.sim.agent import SimAgent
-    from fishtalk.sim.endpoint import SessionEndpoint, SimSession
-    from fishtalk.sim.scenario import Scenario
-    from fishtalk.sim.server import SimServer
-    from fishtalk.sim.voice import Voice
+    from fishtalk.sim.fish.agent import SimAgent
+    from fishtalk.sim.fish.endpoint import SessionEndpoint, SimSession
+    from fishtalk.sim.fish.listening import IdleClock
+    from fishtalk.sim.fish.scenario import (
+        BUILTIN,
+        Scenario,
+        ScenarioError,
+        builtin_scenario,
+        load_scenario,
+        parse_scenario,
+    )
+    from fishtalk.sim.fish.voice import ToneVoice, Voice
+    from fishtalk.sim.livekit.server import SimServer
+
+# What callers use, loaded on first access so that importing fishtalk.sim stays light.
+_LAZY: dict[str, str] = {
+    "SimServer": "fishtalk.sim.livekit.server",
+    "SessionEndpoint": "fishtalk.sim.fish.endpoint",
+    "SimSession": "fishtalk.sim.fish.endpoint",
+    "SimAgent": "fishtalk.sim.fish.agent",
+    "BUILTIN": "fishtalk.sim.fish.scenario",
+    "Scenario": "fishtalk.sim.fish.scenario",
+    "ScenarioError": "fishtalk.sim.fish.scenario",
+    "builtin_scenario": "fishtalk.sim.fish.scenario",
+    "load_scenario": "fishtalk.sim.fish.scenario",
+    "parse_scenario": "fishtalk.sim.fish.scenario",
+    "ToneVoice": "fishtalk.sim.fish.voice",
+    "Voice": "fishtalk.sim.fish.voice",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 DEV_KEY = "fishtalk-sim-dev-key"
 """The API key the sim accepts by default (the same as ``endpoint.DEFAULT_DEV_KEY``)."""
@@ -82,7 +120,7 @@ class SimHandle:
 
 
 def _resolve(scenario: Scenario | str | Path | None) -> Scenario | None:
-    from fishtalk.sim.scenario import Scenario, load_scenario
+    from fishtalk.sim.fish.scenario import Scenario, load_scenario
 
     if scenario is None or isinstance(scenario, Scenario):
         return scenario
@@ -100,16 +138,19 @@ async def run_sim(
     allowed_origins: Iterable[str] | None = None,
     max_duration_seconds: int = 1800,
     voice: Voice | None = None,
+    idle_clock: IdleClock | None = None,
 ) -> AsyncIterator[SimHandle]:
     """Run server + endpoint + agent spawner until the block exits.
 
-    ``scenario`` may be a :class:`~fishtalk.sim.scenario.Scenario`, a file path or a
-    built-in name. Raises :class:`~fishtalk.sim.scenario.ScenarioError` for a bad file.
+    ``scenario`` may be a :class:`~fishtalk.sim.fish.scenario.Scenario`, a file path or a
+    built-in name. Raises :class:`~fishtalk.sim.fish.scenario.ScenarioError` for a bad file.
+    ``voice`` and ``idle_clock`` (where the agents' idle time comes from) default to the
+    real ones; tests pass their own.
     """
-    from fishtalk.sim.agent import SimAgent
-    from fishtalk.sim.endpoint import DEFAULT_ALLOWED_ORIGINS, SessionEndpoint
-    from fishtalk.sim.scenario import BUILTIN, builtin_scenario
-    from fishtalk.sim.server import SimServer
+    from fishtalk.sim.fish.agent import SimAgent
+    from fishtalk.sim.fish.endpoint import DEFAULT_ALLOWED_ORIGINS, SessionEndpoint
+    from fishtalk.sim.fish.scenario import BUILTIN, builtin_scenario
+    from fishtalk.sim.livekit.server import SimServer
 
     default = _resolve(scenario)
     per_agent = dict(scenarios or {})
@@ -140,6 +181,7 @@ async def run_sim(
             server,
             on_end=lambda s: endpoint.end_session(s.session_id),
             voice=voice,
+            idle_clock=idle_clock,
         )
         handle.agents[session.session_id] = agent
         handle._agent_started.set()
@@ -241,4 +283,22 @@ class SimThread:
             await self._stop.wait()
 
 
-__all__ = ["DEV_KEY", "SimHandle", "SimInfo", "SimThread", "run_sim"]
+__all__ = [
+    "BUILTIN",
+    "DEV_KEY",
+    "Scenario",
+    "ScenarioError",
+    "SessionEndpoint",
+    "SimAgent",
+    "SimHandle",
+    "SimInfo",
+    "SimServer",
+    "SimSession",
+    "SimThread",
+    "ToneVoice",
+    "Voice",
+    "builtin_scenario",
+    "load_scenario",
+    "parse_scenario",
+    "run_sim",
+]

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from fishtalk.errors import EXIT_OK, EXIT_USAGE, FishtalkError
 
+if TYPE_CHECKING:
+    from fishtalk.sim.fish.scenario import Scenario
+
 DEFAULT_PORT = 7880
 """The port ``sim serve`` listens on unless told otherwise (LiveKit's usual dev port)."""
+MAX_PORT = 65535
 
 
 class SimServeError(FishtalkError):
@@ -21,39 +26,69 @@ class SimServeError(FishtalkError):
     exit_code = EXIT_USAGE
 
 
+class _StdoutClosed(Exception):
+    """Whoever read our output has gone (``sim serve | head -3``)."""
+
+
+def _write(out: TextIO, text: str) -> None:
+    """Write and flush; a closed pipe becomes :class:`_StdoutClosed`."""
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        # Point the stream at /dev/null, or the interpreter's final flush complains again.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
+            os.close(devnull)
+        raise _StdoutClosed from None
+
+
+def builtin_lines() -> list[str]:
+    """One line per built-in scenario (from the scenario registry) with its description."""
+    from fishtalk.sim.fish.scenario import BUILTIN, builtin_scenario
+
+    width = max(len(name) for name in BUILTIN)
+    lines = []
+    for name in BUILTIN:
+        description = builtin_scenario(name).description
+        lines.append(f"  {name:<{width}}  {description}".rstrip())
+    return lines
+
+
 def _banner(api_url: str, dev_key: str, scenario: str, out: TextIO) -> None:
     lines = [
         f"fishtalk sim: serving on {api_url} (scenario: {scenario})",
         f"  API URL:  {api_url}",
         f"  API key:  {dev_key}   (the simulator's own key; it guards nothing real)",
         "",
+        "Built-in scenarios (--scenario NAME; without it, agent id NAME plays NAME):",
+        *builtin_lines(),
+        "",
         "Connect with:",
         f"  FISH_API_KEY={dev_key} fishtalk chat --api-url {api_url} --agent demo",
         "Any agent id plays the scenario; reserved ids such as err-503 or transport-webrtc",
-        "inject errors (listed in fishtalk/sim/endpoint.py). Press Ctrl-C to stop.",
+        "inject errors (listed in fishtalk/sim/fish/endpoint.py). Press Ctrl-C to stop.",
     ]
-    out.write("\n".join(lines) + "\n")
-    out.flush()
+    _write(out, "\n".join(lines) + "\n")
 
 
-async def _serve(host: str, port: int, scenario: str | None, out: TextIO) -> None:
+async def _serve(host: str, port: int, chosen: Scenario | None, label: str, out: TextIO) -> None:
     from fishtalk.sim import run_sim
-    from fishtalk.sim.scenario import load_scenario
 
-    # Load first so that a bad file fails before anything listens.
-    chosen = load_scenario(scenario) if scenario is not None else None
-    label = scenario if scenario is not None else "demo for agent id 'demo', else converse"
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not on this platform
             loop.add_signal_handler(sig, stop.set)
     try:
-        async with run_sim(chosen, host=host, port=port) as sim:
-            _banner(sim.api_url, sim.dev_key, label, out)
-            await stop.wait()
-            out.write("fishtalk sim: stopping\n")
-            out.flush()
+        async with run_sim(chosen, host=host, port=port) as handle:
+            try:
+                _banner(handle.api_url, handle.dev_key, label, out)
+                await stop.wait()
+                _write(out, "fishtalk sim: stopping\n")
+            except _StdoutClosed:
+                return  # nobody is reading: stop serving, quietly
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise SimServeError(f"cannot listen on {host}:{port}: {reason}") from None
@@ -68,14 +103,23 @@ def serve(
 ) -> int:
     """Run server, session endpoint and agents until SIGINT/SIGTERM; return the exit code.
 
-    ``scenario`` is a TOML file or a built-in name (``demo``, ``converse``). Raises
-    :class:`~fishtalk.errors.FishtalkError` (one line) for a bad scenario or address.
+    ``scenario`` is a TOML file or a built-in name (see
+    :data:`~fishtalk.sim.fish.scenario.BUILTIN`). Raises
+    :class:`~fishtalk.errors.FishtalkError` (one line) for a bad scenario, port or address.
+    When ``out`` closes (its reader went away), the simulator stops quietly (exit 0).
     """
+    from fishtalk.sim.fish.scenario import load_scenario
+
+    if not 0 <= port <= MAX_PORT:
+        raise SimServeError(f"port {port} is out of range (0-{MAX_PORT}; 0 picks a free one)")
+    # Load first so that a bad file fails before anything listens.
+    chosen = load_scenario(scenario) if scenario is not None else None
+    label = str(scenario) if scenario is not None else "demo for agent id 'demo', else converse"
     stream = out if out is not None else sys.stdout
     # A second Ctrl-C while stopping lands here as KeyboardInterrupt: still a clean exit.
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(host, port, None if scenario is None else str(scenario), stream))
+        asyncio.run(_serve(host, port, chosen, label, stream))
     return EXIT_OK
 
 
-__all__ = ["DEFAULT_PORT", "SimServeError", "serve"]
+__all__ = ["DEFAULT_PORT", "MAX_PORT", "SimServeError", "builtin_lines", "serve"]

@@ -222,10 +222,10 @@ def run_demo(
     ``load`` builds settings from dotted overrides (the CLI's ``load``), so the user's
     config still applies (keys, audio devices) while the API points at the sim.
     ``scenario`` is a built-in name (``demo``, ``converse``) or a scenario TOML file; a bad
-    one raises :class:`~fishtalk.sim.scenario.ScenarioError` (one line, exit 2) before
+    one raises :class:`~fishtalk.sim.fish.scenario.ScenarioError` (one line, exit 2) before
     anything starts.
     """
-    from fishtalk.sim.scenario import load_scenario
+    from fishtalk.sim.fish.scenario import load_scenario
 
     chosen = load_scenario(scenario)
     if not has_webrtc_network():

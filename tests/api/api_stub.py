@@ -156,6 +156,11 @@ class RawServer:
             await self._behaviour(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            # Only the stub's own shutdown (__aexit__) cancels a connection. End the task
+            # normally: Python 3.11's start_server calls task.exception() on it when done,
+            # which raises for a cancelled task and logs an "Exception in callback".
+            task.uncancel()
         finally:
             self._tasks.discard(task)
             writer.close()

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fishtalk.audio.virtual import VirtualAudio
+from fishtalk.testing.virtual_audio import VirtualAudio
 
 
 @pytest.fixture(scope="session")

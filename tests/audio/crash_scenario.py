@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from fishtalk.audio.virtual import MIC, SPEAKER, VirtualAudio
+from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 
 async def _scenario(va: VirtualAudio, kind: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import numpy.typing as npt
 import pytest
 from audio_signals import RATE, dominant_frequency, loud_samples, tone, wait_for
 
-from fishtalk.audio.virtual import MIC, SPEAKER, VirtualAudio
+from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 pytestmark = [pytest.mark.audio, pytest.mark.timeout(60)]
 

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from fishtalk.audio.virtual import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
+from fishtalk.testing.virtual_audio import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
 
 pytestmark = [pytest.mark.audio, pytest.mark.timeout(60)]
 

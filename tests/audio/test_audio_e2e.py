@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 from audio_signals import dominant_frequency, loud_samples, tone
 
-from fishtalk.audio.virtual import MIC, SPEAKER, VirtualAudio
 from fishtalk.config import load_settings
 from fishtalk.conversation import State
 from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
 from fishtalk.sim import run_sim
-from fishtalk.sim.scenario import parse_scenario
-from fishtalk.sim.voice import ToneVoice
+from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.fish.voice import ToneVoice
+from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(90)]
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.audio.virtual import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
 from fishtalk.sim import run_sim
-from fishtalk.sim.scenario import parse_scenario
+from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.testing.virtual_audio import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
 
 pytestmark = [pytest.mark.audio, pytest.mark.timeout(120)]
 

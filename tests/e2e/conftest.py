@@ -1,6 +1,6 @@
 """End-to-end harness: the real Session, the real SDK, the loopback sim, a scripted agent.
 
-``sim`` starts a :class:`~fishtalk.sim.server.SimServer` with the Fish session endpoint on
+``sim`` starts a :class:`~fishtalk.sim.livekit.server.SimServer` with the Fish session endpoint on
 it. A test builds a :class:`~fishtalk.session.Session` pointed at that endpoint (the real
 ``fishtalk.api`` path), starts it, then drives the agent side step by step through a
 :class:`ScriptedAgent`: a second real ``livekit.rtc.Room`` joined as the ``agent``
@@ -25,8 +25,8 @@ from fishtalk.api import LiveKitGrant
 from fishtalk.config import Settings
 from fishtalk.conversation import State
 from fishtalk.session import EndResult, Session
-from fishtalk.sim.endpoint import AGENT_IDENTITY, DEFAULT_DEV_KEY, SessionEndpoint, SimSession
-from fishtalk.sim.server import SimServer
+from fishtalk.sim.fish.endpoint import AGENT_IDENTITY, DEFAULT_DEV_KEY, SessionEndpoint, SimSession
+from fishtalk.sim.livekit.server import SimServer
 
 WAIT = 20.0
 """Default bound for every wait in these tests (seconds)."""

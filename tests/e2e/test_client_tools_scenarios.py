@@ -23,8 +23,8 @@ from fishtalk.config import Settings, ToolDecl, load_settings
 from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
 from fishtalk.sim import run_sim
-from fishtalk.sim.scenario import parse_scenario
-from fishtalk.sim.voice import Pcm, tone
+from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.fish.voice import Pcm, tone
 from fishtalk.tools import ApprovalRequest
 from fishtalk.tools.build import build_runner
 from fishtalk.tools.builtins import BuiltinOptions

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from fishtalk.sim import SimHandle, run_sim
-from fishtalk.sim.scenario import parse_scenario
+from fishtalk.sim.fish.scenario import parse_scenario
 
 pytestmark = pytest.mark.webrtc
 

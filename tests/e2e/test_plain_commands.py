@@ -24,7 +24,7 @@ from fishtalk.config import Settings
 from fishtalk.plain import PlainChat
 from fishtalk.session import Session
 from fishtalk.sim import SimHandle, run_sim
-from fishtalk.sim.scenario import parse_scenario
+from fishtalk.sim.fish.scenario import parse_scenario
 
 pytestmark = pytest.mark.webrtc
 
@@ -278,7 +278,7 @@ async def test_a_reader_that_goes_away_ends_the_call_cleanly(sim: SimHandle) -> 
 @pytest.fixture
 def audio_env() -> Iterator[dict[str, str]]:
     """A private PulseAudio device chain for the subprocess (its environment only)."""
-    from fishtalk.audio.virtual import VirtualAudio
+    from fishtalk.testing.virtual_audio import VirtualAudio
 
     missing = VirtualAudio.available()
     if missing is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fishtalk.sim import SimHandle, run_sim
-from fishtalk.sim.scenario import parse_scenario
+from fishtalk.sim.fish.scenario import parse_scenario
 
 pytestmark = pytest.mark.webrtc
 

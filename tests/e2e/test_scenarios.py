@@ -15,7 +15,7 @@ from fishtalk.audio.base import SAMPLES_PER_FRAME, AudioLevels, NoticeCallback
 from fishtalk.config import Settings
 from fishtalk.session import Session
 from fishtalk.sim import SimHandle, run_sim
-from fishtalk.sim.scenario import Scenario, parse_scenario
+from fishtalk.sim.fish.scenario import Scenario, parse_scenario
 from fishtalk.tools import ToolContext, ToolRegistry, ToolRunner
 
 from .conftest import WAIT, until

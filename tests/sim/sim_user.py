@@ -20,9 +20,34 @@ from livekit import rtc
 
 from fishtalk import protocol as p
 from fishtalk.sim import SimHandle
-from fishtalk.sim.voice import FRAME_SAMPLES, SAMPLE_RATE, rms_dbfs, silence, tone
+from fishtalk.sim.fish.voice import FRAME_SAMPLES, SAMPLE_RATE, rms_dbfs, silence, tone
 
 WAIT = 15.0
+
+
+class ManualClock:
+    """An idle clock the test moves by hand (a :class:`fishtalk.sim.fish.listening.IdleClock`).
+
+    Time stands still until :meth:`advance`: an agent's idle timer then fires exactly when
+    the test says, however slow the machine is.
+    """
+
+    def __init__(self) -> None:
+        self._now = 0.0
+        self._moved = asyncio.Event()
+
+    def now(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        self._now += seconds
+        moved, self._moved = self._moved, asyncio.Event()
+        moved.set()
+
+    async def sleep(self, seconds: float) -> None:
+        deadline = self._now + seconds
+        while self._now < deadline:
+            await self._moved.wait()
 
 
 @dataclass

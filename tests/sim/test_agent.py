@@ -16,10 +16,10 @@ from livekit import rtc
 
 from fishtalk import protocol as p
 from fishtalk.sim import SimHandle, run_sim
-from fishtalk.sim.scenario import parse_scenario
-from fishtalk.sim.voice import ToneVoice
+from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.fish.voice import ToneVoice
 
-from .sim_user import UserClient
+from .sim_user import ManualClock, UserClient
 
 pytestmark = pytest.mark.webrtc
 
@@ -132,9 +132,14 @@ SCENARIOS = {
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimHandle]:
+def idle_clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+async def sim(idle_clock: ManualClock) -> AsyncIterator[SimHandle]:
     scenarios = {name: parse_scenario(text, name=name) for name, text in SCENARIOS.items()}
-    async with run_sim(scenarios=scenarios, voice=ToneVoice()) as handle:
+    async with run_sim(scenarios=scenarios, voice=ToneVoice(), idle_clock=idle_clock) as handle:
         yield handle
         for session_id, agent in handle.agents.items():
             # Shown by pytest only when the test failed.
@@ -179,14 +184,20 @@ async def test_text_only_reply_has_no_speech(sim: SimHandle, user: UserClient) -
     await user.start("plain")
     await user.final_agent_segment("friend.")
     await user.until(lambda: user.states[-1] == "listening")
-    await asyncio.sleep(0.6)  # let the greeting's audio drain
-    loud_before = user.loud_frames
+    agent = await sim.agent(user.session_id)
+    # The spoken greeting has been fed to the voice track in full once it is noted.
+    await agent.wait_note("said: Hello there, friend.")
+    frames_before = agent.speech.frames_sent
+    assert frames_before > 0
     states_before = len(user.states)
     await user.send(p.UserMessage(text="quietly", audio=False))
     reply = await user.final_agent_segment("You said: quietly")
     assert reply.final
-    await asyncio.sleep(0.5)
-    assert user.loud_frames == loud_before
+    await agent.wait_note("wrote: You said: quietly")
+    # The reply is over once the agent is back to listening: no frame was fed meanwhile,
+    # and the user never saw it speaking.
+    await user.until(lambda: user.states[states_before:] == ["thinking", "listening"])
+    assert agent.speech.frames_sent == frames_before
     assert "speaking" not in user.states[states_before:]
 
 
@@ -391,16 +402,30 @@ async def test_token_is_single_use(sim: SimHandle, user: UserClient) -> None:
         await asyncio.wait_for(third.connect(grant["livekit_url"], grant["token"]), 30)
 
 
-async def test_idle_re_engagement_postponed_by_activity(sim: SimHandle, user: UserClient) -> None:
-    await user.start("idle")
+async def test_idle_re_engagement_postponed_by_activity(
+    sim: SimHandle, user: UserClient, idle_clock: ManualClock
+) -> None:
+    # The agent's idle time runs on a clock the test moves: no wall-clock margins.
+    await user.start("idle")  # idle_seconds = 1.5
     await user.final_agent_segment("Hi.")
-    quiet_until = time.monotonic() + 3.0
-    while time.monotonic() < quiet_until:
+    agent = await sim.agent(user.session_id)
+    await agent.wait_note("steps done")  # the idle clock starts here
+    for sent in range(1, 4):
+        idle_clock.advance(1.0)  # 3 s in all: twice the idle time, but never 1.5 s quiet
         await user.send(p.UserActivity())
-        await asyncio.sleep(0.5)
-    assert not any("still there" in s.text for s in user.agent_segments())
+        await user.until(lambda n=sent: agent.journal.count("received user.activity") == n)
+    idle_clock.advance(2.0)  # now quiet for longer than idle_seconds
     nudge = await user.final_agent_segment("Are you still there?", within=20.0)
     assert nudge.final
+    # The greeting was text only: the first time the agent speaks is the nudge.
+    nudge_began = agent.journal.index("state speaking")
+    before = agent.journal[:nudge_began]
+    # It re-engaged only after the last activity, which each time pushed it back.
+    assert before.count("received user.activity") == 3
+    assert "idle: activity postponed re-engaging" in before
+    assert not [s for s in user.agent_segments()[:-1] if "still there" in s.text]
+    await agent.wait_note("idle: nudged")
+    idle_clock.advance(2.0)  # no answer to the nudge either: the agent goes idle
     await user.until(lambda: user.states[-1] == "idle", within=20.0)
     # A turn wakes it up again.
     await user.send(p.UserMessage(text="back", audio=False))

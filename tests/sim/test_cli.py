@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
 import sys
 import time
+from importlib import resources
 from pathlib import Path
 
 import httpx
 import pytest
 
-from fishtalk.sim.endpoint import DEFAULT_DEV_KEY
+from fishtalk.sim.cli import SimServeError, serve
+from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
+from fishtalk.sim.fish.scenario import BUILTIN, builtin_scenario
 
 FISHTALK = [sys.executable, "-m", "fishtalk"]
 
@@ -102,3 +106,104 @@ def test_port_in_use_is_one_line() -> None:
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=20)
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*FISHTALK, "sim", "serve", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize("port", ["99999", "65536", "-1"])
+def test_port_out_of_range_is_a_usage_error(port: str) -> None:
+    proc = _run("--port", port)
+    assert proc.returncode == 2, proc.stderr
+    assert "--port" in proc.stderr
+    assert "65535" in proc.stderr or ">= 0" in proc.stderr or "greater than" in proc.stderr
+    assert "OverflowError" not in proc.stderr
+    assert "unexpected error" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_serve_refuses_a_port_out_of_range_before_listening() -> None:
+    with pytest.raises(SimServeError, match=r"port 70000 is out of range \(0-65535"):
+        serve(port=70000, out=io.StringIO())
+
+
+def test_builtin_scenarios_come_from_the_registry() -> None:
+    folder = resources.files("fishtalk.sim.fish").joinpath("scenarios")
+    shipped = {e.name.removesuffix(".toml") for e in folder.iterdir() if e.name.endswith(".toml")}
+    assert set(BUILTIN) == shipped
+    assert {"demo", "converse", "tools"} <= shipped
+    assert BUILTIN[0] == "demo"
+
+
+def test_banner_lists_every_builtin_scenario() -> None:
+    proc = _start("--port", "0")
+    try:
+        lines = _read_banner(proc)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
+    for name in BUILTIN:
+        description = builtin_scenario(name).description
+        assert description
+        assert any(line.split()[:1] == [name] and description in line for line in lines), (
+            f"{name!r} missing from the banner: {lines!r}"
+        )
+
+
+def test_help_names_every_builtin_scenario() -> None:
+    proc = _run("--help")
+    assert proc.returncode == 0
+    for name in BUILTIN:
+        assert name in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("given", "suggestion"), [("nope", None), ("dmeo", "demo"), ("tool", "tools")]
+)
+def test_unknown_scenario_lists_the_builtins(given: str, suggestion: str | None) -> None:
+    proc = _run("--port", "0", "--scenario", given)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert f"'{given}'" in proc.stderr
+    assert f"(built-in: {', '.join(BUILTIN)})" in proc.stderr
+    if suggestion is None:
+        assert "did you mean" not in proc.stderr
+    else:
+        assert f"did you mean '{suggestion}'?" in proc.stderr
+
+
+def test_closed_stdout_after_the_banner_ends_quietly() -> None:
+    # `fishtalk sim serve | head -3`, then Ctrl-C: the "stopping" line finds no reader.
+    proc = _start("--port", "0")
+    assert proc.stdout is not None
+    try:
+        for _ in range(3):
+            assert proc.stdout.readline()
+        proc.stdout.close()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err
+        assert err == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_closed_stdout_before_the_banner_ends_quietly() -> None:
+    # The reader is gone before anything is written: the simulator stops by itself.
+    proc = _start("--port", "0")
+    assert proc.stdout is not None
+    proc.stdout.close()
+    try:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert err == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

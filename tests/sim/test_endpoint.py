@@ -12,7 +12,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from fishtalk.sim.endpoint import (
+from fishtalk.sim.fish.endpoint import (
     DEFAULT_DEV_KEY,
     RESERVED_AGENT_IDS,
     SESSIONS_PATH,
@@ -258,7 +258,7 @@ async def test_slow_response_times_out_client(env: _Env) -> None:
 
 async def test_every_reserved_id_is_covered() -> None:
     # The documented table and the implementation must not drift apart.
-    from fishtalk.sim import endpoint
+    from fishtalk.sim.fish import endpoint
 
     doc = endpoint.__doc__ or ""
     for agent_id in RESERVED_AGENT_IDS:

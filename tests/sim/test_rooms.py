@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from livekit.protocol import models
 
-from fishtalk.sim.rooms import Room, RoomError, RoomRegistry, new_sid
-from fishtalk.sim.signalling import ClientParams
+from fishtalk.sim.livekit.rooms import Room, RoomError, RoomRegistry, new_sid
+from fishtalk.sim.livekit.signalling import ClientParams
 
 
 def test_sids_carry_the_prefixes_the_sdk_requires() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from fishtalk import protocol as p
 from fishtalk.sim import SimHandle, run_sim
-from fishtalk.sim.scenario import (
+from fishtalk.sim.fish.scenario import (
     BUILTIN,
     Raw,
     Scenario,
@@ -24,7 +24,7 @@ from fishtalk.sim.scenario import (
     load_scenario,
     parse_scenario,
 )
-from fishtalk.sim.voice import Pcm, ToneVoice, tone
+from fishtalk.sim.fish.voice import Pcm, ToneVoice, tone
 
 from .sim_user import UserClient
 

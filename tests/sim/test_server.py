@@ -16,8 +16,8 @@ from livekit import rtc
 from livekit.protocol import rtc as signal
 
 from fishtalk.protocol import ATTR_AGENT_STATE, TOPIC_TRANSCRIPTION
-from fishtalk.sim.server import SimServer
-from fishtalk.sim.testing import (
+from fishtalk.sim.livekit.server import SimServer
+from fishtalk.testing.sim_clients import (
     Client,
     Events,
     RoomFactory,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fishtalk.sim.testing import dominant_frequency, tone_frequency
+from fishtalk.testing.sim_clients import dominant_frequency, tone_frequency
 
 
 def _sine(frequency: float, seconds: float, rate: int = 48000) -> np.ndarray:

@@ -8,8 +8,8 @@ import pytest
 from livekit.api import AccessToken, VideoGrants
 from livekit.protocol import models
 
-from fishtalk.sim.server import SimServer
-from fishtalk.sim.signalling import JoinDenied, TokenChecker
+from fishtalk.sim.livekit.server import SimServer
+from fishtalk.sim.livekit.signalling import JoinDenied, TokenChecker
 
 SECRET = "s" * 32
 

@@ -12,8 +12,8 @@ import pytest
 
 from fishtalk import protocol as p
 from fishtalk.sim import SimHandle, run_sim
-from fishtalk.sim.scenario import builtin_scenario, parse_scenario
-from fishtalk.sim.voice import ToneVoice
+from fishtalk.sim.fish.scenario import builtin_scenario, parse_scenario
+from fishtalk.sim.fish.voice import ToneVoice
 
 from .sim_user import UserClient
 

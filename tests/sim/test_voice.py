@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fishtalk.sim.voice import (
+from fishtalk.sim.fish.voice import (
     FRAME_SAMPLES,
     SAMPLE_RATE,
     EspeakVoice,

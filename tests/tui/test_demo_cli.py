@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fishtalk.sim import run_sim
-from fishtalk.sim.scenario import parse_scenario
+from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.tui.run import NO_WEBRTC_NETWORK, wants_tui
 
 TMUX = shutil.which("tmux")

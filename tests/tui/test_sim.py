@@ -17,7 +17,7 @@ from fishtalk.conversation import State
 from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
 from fishtalk.sim import SimHandle, run_sim
-from fishtalk.sim.scenario import parse_scenario
+from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.screens.ended import EndedScreen
 from fishtalk.tui.widgets.status import AgentIndicator, ConnectionStatus

@@ -18,7 +18,7 @@ from fishtalk.protocol import (
     decode_client_event,
     encode_client_event,
 )
-from fishtalk.sim.scenario import BUILTIN, CallClientTool, load_scenario
+from fishtalk.sim.fish.scenario import BUILTIN, CallClientTool, load_scenario
 from fishtalk.tools import ToolContext, ToolError, ToolRegistry, ToolRunner
 from fishtalk.tools.build import build_registry
 from fishtalk.tools.builtins import BuiltinOptions, make_builtin

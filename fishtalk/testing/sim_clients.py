@@ -1,18 +1,11 @@
-"""Pytest helpers for tests that join real ``livekit.rtc.Room`` clients to the sim server.
+"""Real ``livekit.rtc.Room`` clients joined to the sim server, for tests and benchmarks.
 
-Load as a plugin (``pytest_plugins = ["fishtalk.sim.testing"]`` in the top-level
-conftest) or import the fixtures into a conftest. Everything that waits takes a timeout,
-so a broken scenario fails instead of hanging. Tests using these need the network
-namespace (mark them ``@pytest.mark.webrtc``).
+Everything that waits takes a timeout, so a broken scenario fails instead of hanging.
+WebRTC needs the private network namespace (``python -m fishtalk.sim.netns``). The pytest
+fixtures built on these (``sim_server``, ``room_factory``) live in ``tests/sim_fixtures.py``.
 
-Fixtures:
-
-* ``sim_server``: a started :class:`~fishtalk.sim.server.SimServer` (stopped afterwards).
-* ``room_factory``: ``await room_factory(room, identity, kind=..., attributes=...)``
-  connects a new ``rtc.Room`` with a minted token and returns a :class:`Client`; every
-  client is disconnected at teardown.
-
-Helpers: :class:`Events` records room events and waits for them; :func:`wait_until`
+:func:`connect_client` connects a new ``rtc.Room`` with a minted token and returns a
+:class:`Client`; :class:`Events` records room events and waits for them; :func:`wait_until`
 polls a condition; :func:`feed_sine`, :func:`collect_audio` and :func:`tone_frequency`
 drive and analyse audio.
 """
@@ -23,17 +16,16 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-import pytest
 from livekit import rtc
 from livekit.rtc.room import EventTypes
 
-from fishtalk.sim.server import ParticipantKindName, SimServer
+from fishtalk.sim.livekit.server import ParticipantKindName, SimServer
 
 DEFAULT_WAIT = 15.0
 """Seconds any helper waits before failing (generous: CI machines are shared and slow)."""
@@ -168,7 +160,7 @@ class Client:
 
 
 class RoomFactory(Protocol):
-    """Connects a new client to the sim server (see the ``room_factory`` fixture)."""
+    """Connects a new client to the sim server (the ``room_factory`` fixture is one)."""
 
     def __call__(
         self,
@@ -294,41 +286,3 @@ async def collect_audio(
     finally:
         await stream.aclose()
     return np.concatenate(chunks)[:wanted] if chunks else np.zeros(0, dtype=np.int16)
-
-
-@pytest.fixture
-async def sim_server() -> AsyncIterator[SimServer]:
-    """A started SimServer on 127.0.0.1 (random port), stopped after the test."""
-    server = SimServer()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-@pytest.fixture
-async def room_factory(sim_server: SimServer) -> AsyncIterator[RoomFactory]:
-    """Connect clients to ``sim_server``; all are disconnected after the test."""
-    clients: list[Client] = []
-
-    async def make(
-        room: str,
-        identity: str,
-        *,
-        kind: ParticipantKindName = "standard",
-        name: str | None = None,
-        attributes: Mapping[str, str] | None = None,
-    ) -> Client:
-        client = await connect_client(
-            sim_server, room, identity, kind=kind, name=name, attributes=attributes
-        )
-        clients.append(client)
-        return client
-
-    try:
-        yield make
-    finally:
-        for client in clients:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(client.room.disconnect(), 5.0)

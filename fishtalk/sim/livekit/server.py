@@ -1,9 +1,10 @@
 """The loopback LiveKit-protocol server that real ``livekit.rtc.Room`` clients join.
 
-:class:`SimServer` is an aiohttp application (signalling in :mod:`fishtalk.sim.signalling`,
-room state in :mod:`fishtalk.sim.rooms`, WebRTC in :mod:`fishtalk.sim.media`) plus the
-tools tests need: token minting with ``livekit-api``, observation of who is in a room,
-and fault injection (dropped signalling socket, server-forced reconnect, closed room).
+:class:`SimServer` is an aiohttp application (signalling in
+:mod:`fishtalk.sim.livekit.signalling`, room state in :mod:`fishtalk.sim.livekit.rooms`, WebRTC
+in :mod:`fishtalk.sim.livekit.media`) plus the tools tests need: token minting with
+``livekit-api``, observation of who is in a room, and fault injection (dropped signalling
+socket, server-forced reconnect, closed room).
 
 Typical use::
 
@@ -37,9 +38,9 @@ from aiortc import MediaStreamTrack
 from livekit.api import AccessToken, VideoGrants
 from livekit.protocol import models, rtc
 
-from fishtalk.sim.media import LOSSY, RELIABLE, ParticipantMedia, TrackRelay, stream_id
-from fishtalk.sim.rooms import Participant, Room, RoomError, RoomRegistry
-from fishtalk.sim.signalling import (
+from fishtalk.sim.livekit.media import LOSSY, RELIABLE, ParticipantMedia, TrackRelay, stream_id
+from fishtalk.sim.livekit.rooms import Participant, Room, RoomError, RoomRegistry
+from fishtalk.sim.livekit.signalling import (
     ClientParams,
     JoinGrant,
     ParticipantSession,

@@ -69,6 +69,7 @@ steps are done (with ``then = "converse"``), or between two steps with
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -263,8 +264,23 @@ class Scenario(_Model):
     then: Literal["converse", "listen", "end"] = "converse"
 
 
-BUILTIN: Final = ("demo", "converse", "tools")
-"""Names of the scenarios shipped in ``fishtalk/sim/scenarios``."""
+def _shipped() -> tuple[str, ...]:
+    # The registry is the folder: every scenarios/NAME.toml is a built-in. The demo, the
+    # one to try first, leads; the others follow by name.
+    folder = resources.files("fishtalk.sim.fish").joinpath("scenarios")
+    names = {e.name.removesuffix(".toml") for e in folder.iterdir() if e.name.endswith(".toml")}
+    return tuple(sorted(names, key=lambda name: (name != "demo", name)))
+
+
+BUILTIN: Final = _shipped()
+"""Names of the scenarios shipped in ``fishtalk/sim/fish/scenarios`` (one TOML file each)."""
+
+
+def _unknown(name: str) -> str:
+    """What to add to "no such scenario": the built-ins, and the closest one if any is."""
+    close = difflib.get_close_matches(name, BUILTIN, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (built-in: {', '.join(BUILTIN)})"
 
 
 def _describe(exc: ValidationError) -> str:
@@ -291,8 +307,12 @@ def parse_scenario(text: str, *, source: str = "<scenario>", name: str | None = 
 def builtin_scenario(name: str) -> Scenario:
     """One of :data:`BUILTIN`."""
     if name not in BUILTIN:
-        raise ScenarioError(f"no built-in scenario {name!r} (built-in: {', '.join(BUILTIN)})")
-    text = resources.files("fishtalk.sim").joinpath("scenarios", f"{name}.toml").read_text("utf-8")
+        raise ScenarioError(f"no built-in scenario {name!r}{_unknown(name)}")
+    text = (
+        resources.files("fishtalk.sim.fish")
+        .joinpath("scenarios", f"{name}.toml")
+        .read_text("utf-8")
+    )
     return parse_scenario(text, source=f"{name} (built-in)", name=name)
 
 
@@ -303,6 +323,15 @@ def load_scenario(path_or_name: str | Path) -> Scenario:
     path = Path(path_or_name)
     try:
         text = path.read_text("utf-8")
+    except FileNotFoundError:
+        if isinstance(path_or_name, str) and path.name == path_or_name and not path.suffix:
+            # A bare word: meant as a built-in name rather than a file.
+            raise ScenarioError(
+                f"no built-in scenario or file {path_or_name!r}{_unknown(path_or_name)}"
+            ) from None
+        raise ScenarioError(
+            f"cannot read scenario {path}: no such file{_unknown(path.stem)}"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ScenarioError(f"cannot read scenario {path}: {reason}") from None

@@ -10,7 +10,7 @@ grant, closed room).
 This module owns the socket side: token checks, query parsing, one
 :class:`ParticipantSession` per participant (its current socket, outbox and request
 dispatch). What a request *means* for the room is the :class:`Hub`'s business
-(implemented by :mod:`fishtalk.sim.server`), so room logic stays testable without sockets.
+(implemented by :mod:`fishtalk.sim.livekit.server`), so room logic stays testable without sockets.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from aiohttp import WSMsgType, web
 from livekit.api import TokenVerifier
 from livekit.protocol import models, rtc
 
-from fishtalk.sim.media import ParticipantMedia
+from fishtalk.sim.livekit.media import ParticipantMedia
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The simulated Fish session endpoint: ``POST /v1/agent/sessions`` and ``.../{id}/end``.
 
-It is mounted on the :class:`~fishtalk.sim.server.SimServer`'s aiohttp app and shaped like
+It is mounted on the :class:`~fishtalk.sim.livekit.server.SimServer`'s aiohttp app and shaped like
 the real API (see shared/spec/contract-notes.md and Fish's agent-errors page):
 
 * Auth: ``Authorization: Bearer <dev key>``. No ``Authorization`` header is a public-agent
@@ -168,7 +168,7 @@ class SimSession:
 
 
 class TokenMinter(Protocol):
-    """The part of :class:`~fishtalk.sim.server.SimServer` the endpoint needs."""
+    """The part of :class:`~fishtalk.sim.livekit.server.SimServer` the endpoint needs."""
 
     @property
     def ws_url(self) -> str:

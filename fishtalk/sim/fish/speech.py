@@ -1,0 +1,211 @@
+"""What the simulated agent says: its voice track and the transcripts it publishes.
+
+:class:`Speech` feeds locally synthesised audio (:mod:`fishtalk.sim.fish.voice`) to an
+``rtc.AudioSource`` in real time and streams the agent's transcript on
+``lk.transcription`` the way LiveKit agents do: one text stream per segment, opened with
+``lk.segment_id`` and ``lk.transcription_final: "false"`` (plus ``lk.transcribed_track_id``),
+one word chunk written as that word's audio starts playing, and closed with a trailer
+attribute ``lk.transcription_final: "true"``. An interrupt stops the audio at once and
+closes the segment with only the words already spoken. It also publishes the user's
+transcripts (what :mod:`~fishtalk.sim.fish.listening` heard, or a scenario's scripted
+ones) under the user's identity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from typing import Final
+
+from livekit import rtc
+
+from fishtalk import protocol as p
+from fishtalk.sim.fish.core import AgentCore
+from fishtalk.sim.fish.voice import FRAME_SAMPLES, SAMPLE_RATE, Pcm, Voice, frames, split_words
+
+ECHO_TAIL: Final = 0.5
+"""Sound starting this soon after the agent stopped talking is taken for its echo."""
+_LEAD: Final = 0.06
+"""How far ahead of real time audio frames are handed to the source."""
+
+
+class Speech:
+    """The agent's mouth: one voice track, one transcript segment per utterance."""
+
+    def __init__(self, core: AgentCore, voice: Voice) -> None:
+        self._core = core
+        self.voice = voice
+        self._source: rtc.AudioSource | None = None
+        self._track_sid = ""
+        self._speaking: asyncio.Task[None] | None = None
+        self._spoke_at = -1e9
+        self.frames_sent = 0
+        """Audio frames handed to the voice track so far (tests read it)."""
+
+    # --- the voice track ----------------------------------------------------------------
+
+    def open(self) -> None:
+        """Create the audio source (before joining, so frames have somewhere to go)."""
+        self._source = rtc.AudioSource(SAMPLE_RATE, 1, queue_size_ms=200)
+
+    async def publish_track(self) -> None:
+        """Publish the voice track as the agent's microphone (once joined)."""
+        assert self._source is not None
+        track = rtc.LocalAudioTrack.create_audio_track("agent-voice", self._source)
+        options = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+        publication = await self._core.room.local_participant.publish_track(track, options)
+        self._track_sid = publication.sid
+
+    @property
+    def utterance(self) -> asyncio.Task[None] | None:
+        """The utterance being spoken, if any (the agent cancels it when it leaves)."""
+        return self._speaking
+
+    async def close(self) -> None:
+        """Release the audio source (once the room is gone)."""
+        if self._source is not None:
+            with contextlib.suppress(Exception):
+                await self._source.aclose()
+
+    # --- speaking -----------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """Stop the current utterance at once (its segment keeps the words spoken)."""
+        if self._speaking is not None and not self._speaking.done():
+            self._core.note("interrupted")
+            self._speaking.cancel()
+            if self._source is not None:
+                self._source.clear_queue()
+
+    def speaking_or_just_spoke(self) -> bool:
+        """Whether sound heard now is likely the agent's own voice coming back."""
+        return self._core.state == "speaking" or time.monotonic() - self._spoke_at < ECHO_TAIL
+
+    async def say(self, text: str, *, audio: bool = True) -> str:
+        """Speak ``text`` (or write it only); return the words actually delivered."""
+        core = self._core
+        delivered: list[str] = []
+        task = asyncio.ensure_future(self._speak(text, audio, delivered))
+        self._speaking = task
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            raise
+        finally:
+            self._speaking = None
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]  # checked not None just above
+        if audio:
+            self._spoke_at = time.monotonic()
+        spoken = "".join(delivered)
+        core.note(f"{'said' if audio else 'wrote'}: {spoken.strip()}")
+        if not core.ending:
+            await core.set_state("listening")
+        return spoken
+
+    async def _speak(self, text: str, audio: bool, delivered: list[str]) -> None:
+        segment = "SG_" + secrets.token_hex(6)
+        attributes = {p.ATTR_SEGMENT_ID: segment, p.ATTR_TRANSCRIPTION_FINAL: "false"}
+        if audio and self._track_sid:
+            attributes[p.ATTR_TRANSCRIBED_TRACK_ID] = self._track_sid
+        await self._core.set_state("speaking" if audio else "thinking")
+        writer = await self._core.room.local_participant.stream_text(
+            topic=p.TOPIC_TRANSCRIPTION, attributes=attributes
+        )
+        try:
+            if audio:
+                await self._speak_words(text, writer, delivered)
+            else:
+                for word in split_words(text):
+                    await writer.write(word)
+                    delivered.append(word)
+                    await asyncio.sleep(0.04)
+        finally:
+            # Also on interrupt: the segment closes holding only the words delivered.
+            await asyncio.shield(writer.aclose(attributes={p.ATTR_TRANSCRIPTION_FINAL: "true"}))
+
+    async def _speak_words(
+        self, text: str, writer: rtc.TextStreamWriter, delivered: list[str]
+    ) -> None:
+        assert self._source is not None
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        sent = 0
+        words = split_words(text)
+        if not words:
+            return
+        # Render the next word while this one plays (espeak-ng takes tens of ms a word).
+        upcoming = asyncio.ensure_future(self.voice.render(words[0]))
+        try:
+            for index, word in enumerate(words):
+                pcm = await upcoming
+                if index + 1 < len(words):
+                    upcoming = asyncio.ensure_future(self.voice.render(words[index + 1]))
+                start, sent = await self._play_word(word, pcm, writer, delivered, start, sent)
+        finally:
+            upcoming.cancel()
+            # Retrieve its outcome so an interrupted render never logs "never retrieved".
+            upcoming.add_done_callback(lambda t: t.cancelled() or t.exception())
+        remaining = start + sent / SAMPLE_RATE - loop.time()
+        if remaining > 0:
+            await asyncio.sleep(remaining)
+
+    async def _play_word(
+        self,
+        word: str,
+        pcm: Pcm,
+        writer: rtc.TextStreamWriter,
+        delivered: list[str],
+        start: float,
+        sent: int,
+    ) -> tuple[float, int]:
+        """Feed one word's frames in real time; returns the updated (start, sent) clock."""
+        assert self._source is not None
+        loop = asyncio.get_running_loop()
+        first = True
+        for frame in frames(pcm):
+            due = start + sent / SAMPLE_RATE - _LEAD
+            delay = due - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            elif delay < -0.5:
+                # We fell behind (a slow machine): restart the clock, don't burst.
+                start, sent = loop.time() + _LEAD, 0
+            await self._source.capture_frame(
+                rtc.AudioFrame(frame.tobytes(), SAMPLE_RATE, 1, FRAME_SAMPLES)
+            )
+            self.frames_sent += 1
+            if first:
+                # The word's first frame is queued: write the word as it starts playing.
+                await writer.write(word)
+                delivered.append(word)
+                first = False
+            sent += FRAME_SAMPLES
+        return start, sent
+
+    # --- the user's transcripts ---------------------------------------------------------
+
+    async def publish_user_transcript(
+        self, identity: str, segment: str, text: str, *, final: bool, track_sid: str = ""
+    ) -> None:
+        """One complete text stream under the user's identity; its text replaces the last."""
+        attributes = {
+            p.ATTR_SEGMENT_ID: segment,
+            p.ATTR_TRANSCRIPTION_FINAL: "true" if final else "false",
+        }
+        if track_sid:
+            attributes[p.ATTR_TRANSCRIBED_TRACK_ID] = track_sid
+        writer = await self._core.room.local_participant.stream_text(
+            topic=p.TOPIC_TRANSCRIPTION, attributes=attributes, sender_identity=identity
+        )
+        await writer.write(text)
+        await writer.aclose()
+        self._core.note(f"user transcript{' final' if final else ''}: {text}")
+
+
+__all__ = ["ECHO_TAIL", "Speech"]
