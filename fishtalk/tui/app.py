@@ -27,7 +27,7 @@ from textual.widgets import Footer, Input, Static
 
 from fishtalk.audio.base import NullAudio
 from fishtalk.conversation import ErrorEntry, Notice, State
-from fishtalk.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError
+from fishtalk.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError, exit_code_for
 from fishtalk.tui import keys
 from fishtalk.tui.messages import SessionFinished, StateChanged
 from fishtalk.tui.safe import clean
@@ -249,7 +249,8 @@ class FishtalkApp(App[int]):
         except Exception as exc:  # any session crash becomes one line, no traceback
             self.post_message(SessionFinished("error", EXIT_ERROR, f"unexpected error: {exc}"))
             return
-        self.post_message(SessionFinished(result.reason, result.exit_code, message=result.message))
+        code = exit_code_for(result.reason, result.error)
+        self.post_message(SessionFinished(result.reason, code, message=result.message))
 
     def on_session_finished(self, message: SessionFinished) -> None:
         """Show the ended screen (or leave at once when quitting)."""
@@ -402,11 +403,6 @@ class FishtalkApp(App[int]):
         return focus
 
     # --- introspection (tests, benchmark) --------------------------------------------------
-
-    @property
-    def shown_state(self) -> State:
-        """The newest snapshot received (drawn, or about to be)."""
-        return self._state
 
     @property
     def drawn_state(self) -> State | None:

@@ -15,7 +15,7 @@ from fishtalk.protocol import (
     ToolStarted,
 )
 from fishtalk.tui.app import FishtalkApp
-from fishtalk.tui.driver import ScriptedSession
+from fishtalk.testing.scripted import ScriptedSession
 from fishtalk.tui.messages import SessionFinished, StateChanged
 
 AGENT = "agent"

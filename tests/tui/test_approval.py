@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from fishtalk.tools.registry import ApprovalRequest
-from fishtalk.tui.driver import ScriptedSession
+from fishtalk.testing.scripted import ScriptedSession
 from fishtalk.tui.run import _AppLink
 from fishtalk.tui.screens.approve import ApprovalScreen
 

@@ -1,0 +1,391 @@
+"""From the CLI's world to a running call: settings and flags become the parts of a session.
+
+The one module (besides ``cli.py``) that knows both the application's
+:class:`~fishtalk.config.Settings` and the engine. It builds, for every front end (the chat
+TUI, the line mode, the demo, ``session create``):
+
+- the session request and the API client (:func:`session_request`, :func:`session_client`),
+  hence the grant source (:func:`grant_source`);
+- the audio backend factory (:func:`audio_factory`) and the tool runner
+  (:func:`tool_runner`), whose built-ins reach the front end through a
+  :class:`~fishtalk.host.HostLink`;
+- the :class:`~fishtalk.session.Session` itself (:func:`build_session`);
+
+chooses the front end (:func:`wants_tui`, :func:`run_chat`), starts the simulator for
+``fishtalk demo`` (:func:`run_demo`), and maps how a call ended to the process exit code
+(:func:`exit_code`, through the one table in :mod:`fishtalk.errors`).
+
+Heavy modules (livekit, textual, the sim) are imported inside the functions that need them:
+``cli.py`` imports this module lazily, but tests and benches import it directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import socket
+import struct
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, TextIO
+
+from fishtalk.errors import EXIT_CONNECTION, EXIT_INTERRUPTED, FishtalkError, exit_code_for
+
+if TYPE_CHECKING:
+    from fishtalk.api import LiveKitGrant, SessionClient, SessionRequest
+    from fishtalk.audio.base import AudioBackend
+    from fishtalk.config import Settings
+    from fishtalk.host import HostLink
+    from fishtalk.session import AudioFactory, EndResult, GrantSource, Session, Timeouts
+    from fishtalk.tools.runner import ToolRunner
+
+DEMO_AGENT: Final = "demo"
+"""The sim's built-in demo scenario (also its agent id)."""
+
+DEMO_BUILTINS: Final = ("get_local_context", "notify")
+"""Built-in tools the demo enables unless the user's config declares that name itself."""
+
+NO_WEBRTC_NETWORK: Final = (
+    "fishtalk demo needs a network interface other than loopback: WebRTC ignores 127.0.0.1, "
+    "and this host has no other IPv4 address (inside a sandbox, run it through "
+    "`python -m fishtalk.sim.netns -- fishtalk demo`)."
+)
+
+_SIOCGIFADDR: Final = 0x8915
+
+
+# --- the parts of a session ---------------------------------------------------------------
+
+
+def require_agent(settings: Settings) -> str:
+    """The agent id, or a ConfigError (exit 2) saying how to give one."""
+    from fishtalk.config import ConfigError
+
+    if not settings.session.agent_id:
+        raise ConfigError(
+            "no agent: pass --agent ID, set FISHTALK_AGENT, or set session.agent_id in the config"
+        )
+    return settings.session.agent_id
+
+
+def session_request(settings: Settings) -> SessionRequest:
+    """The ``POST /v1/agent/sessions`` body the settings ask for (the one place it is built).
+
+    Raises ConfigError when no agent id is set.
+    """
+    from fishtalk.api import SessionRequest
+
+    s = settings.session
+    return SessionRequest(
+        agent_id=require_agent(settings),
+        tool_events=s.tool_events,
+        language=s.language,
+        timezone=s.timezone,
+        dynamic_variables=dict(s.dynamic_variables) or None,
+        end_user_id=s.end_user_id,
+        metadata=s.metadata,
+    )
+
+
+def session_client(settings: Settings) -> SessionClient:
+    """A :class:`fishtalk.api.SessionClient` for the settings (key or public mode).
+
+    Raises ConfigError when neither an API key nor public mode with an origin is set.
+    """
+    from fishtalk.api import SessionClient
+    from fishtalk.config import ConfigError
+
+    api = settings.api
+    if api.public:
+        if not api.origin:
+            raise ConfigError(
+                "public mode needs an origin: pass --origin URL or set api.origin "
+                "(one of the agent's allowed origins)"
+            )
+        return SessionClient(api.url, api_key=None, origin=api.origin, timeout=api.timeout)
+    if api.api_key is None:
+        raise ConfigError(
+            "no API key: set FISH_API_KEY (or api.api_key in the config), "
+            "or use --public --origin URL for a public agent"
+        )
+    return SessionClient(api.url, api_key=api.api_key, origin=api.origin, timeout=api.timeout)
+
+
+def grant_source(settings: Settings) -> GrantSource:
+    """Where the session's grant comes from: the session API, as the settings say.
+
+    A request that cannot be built (no agent id) becomes a source that fails with that
+    error, so the session ends with it (exit 2) rather than raising here.
+    """
+    from fishtalk.session import CreateSession, Refused
+
+    try:
+        request = session_request(settings)
+    except FishtalkError as exc:
+        return Refused(exc)
+    return CreateSession(client=lambda: session_client(settings), request=request)
+
+
+def audio_factory(settings: Settings) -> AudioFactory | None:
+    """The audio backend the settings ask for (None: text-only, no devices opened).
+
+    Falling back to text-only (no devices, no PortAudio) is reported as a notice.
+    """
+    if settings.session.text_only or not settings.audio.enabled:
+        return None
+    audio_settings = settings.audio
+
+    def make(notice: Callable[[str], None]) -> AudioBackend:
+        from fishtalk.audio import open_backend
+        from fishtalk.audio.base import NullAudio
+
+        backend = open_backend(audio_settings, notice=notice)
+        if isinstance(backend, NullAudio):
+            notice(backend.description)
+        return backend
+
+    return make
+
+
+def tool_runner(
+    settings: Settings,
+    link: HostLink | None = None,
+    *,
+    approve: bool = True,
+    host_builtins: bool = True,
+) -> ToolRunner:
+    """The client-tool runner the settings declare.
+
+    With a ``link``, approval questions go to the front end bound to it (unless
+    ``approve`` is False: nobody can answer, so "ask" tools are declined), and with
+    ``host_builtins`` the built-ins' toasts and clipboard go there too.
+    """
+    from fishtalk.tools.build import build_runner
+    from fishtalk.tools.builtins import BuiltinOptions
+
+    options = None
+    if link is not None and host_builtins:
+        options = BuiltinOptions(on_notify=link.notify, clipboard=link.copy)
+    approver = link.approve if link is not None and approve else None
+    return build_runner(settings, approver=approver, options=options)
+
+
+def build_session(
+    settings: Settings,
+    *,
+    tools: ToolRunner | None = None,
+    audio: AudioBackend | AudioFactory | None = None,
+    grant: LiveKitGrant | None = None,
+    timeouts: Timeouts | None = None,
+) -> Session:
+    """A :class:`~fishtalk.session.Session` made of the parts the settings describe.
+
+    ``tools`` defaults to the declared tools with nobody to approve (see
+    :func:`tool_runner`); ``audio`` to :func:`audio_factory`; ``grant`` (a ready grant)
+    replaces the API request; ``timeouts`` to the web SDK's.
+    """
+    from fishtalk.session import DEFAULT_TIMEOUTS, Session
+    from fishtalk.tools import ToolRegistry, ToolRunner
+
+    if tools is None:
+        tools = ToolRunner(ToolRegistry(), default_timeout=settings.session.client_tool_timeout)
+    return Session(
+        grant if grant is not None else grant_source(settings),
+        audio=audio if audio is not None else audio_factory(settings),
+        tools=tools,
+        spoken=not settings.session.text_only,
+        timeouts=timeouts if timeouts is not None else DEFAULT_TIMEOUTS,
+    )
+
+
+def exit_code(result: EndResult | None) -> int:
+    """The process exit code for how a call ended (None: it never ended, a failure)."""
+    if result is None:
+        return exit_code_for(None)
+    return exit_code_for(result.reason, result.error)
+
+
+# --- front ends -------------------------------------------------------------------------
+
+
+def wants_tui(
+    plain: bool | None, *, stdin: TextIO | None = None, stdout: TextIO | None = None
+) -> bool:
+    """Whether ``fishtalk chat`` opens the TUI: not asked for plain mode, and both ends of
+    the conversation are a terminal (pipes and redirects keep the line mode)."""
+    if plain:
+        return False
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    try:
+        return stdin.isatty() and stdout.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
+def run_tui(settings: Settings, *, title: str = "") -> int:
+    """Run one session in the full-screen TUI; return the process exit code."""
+    from fishtalk.config import ConfigError
+    from fishtalk.host import HostLink
+    from fishtalk.tui import keys
+    from fishtalk.tui.run import run_app
+
+    try:
+        keys.keymap(settings.ui.keys)
+    except ValueError as exc:
+        raise ConfigError(f"[ui.keys]: {exc}") from None
+    link = HostLink()
+    session = build_session(settings, tools=tool_runner(settings, link))
+    return run_app(
+        session,
+        link=link,
+        title=title or (settings.session.agent_id or ""),
+        keymap=settings.ui.keys,
+    )
+
+
+def run_plain(
+    settings: Settings,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    debug: bool = False,
+) -> int:
+    """Run one session in line mode; return the process exit code."""
+    from fishtalk import plain
+    from fishtalk.host import HostLink
+
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    interactive = stdin.isatty() and stdout.isatty()
+    link = HostLink()
+    # Only a person at a terminal can answer y/n; through pipes "ask" tools are declined.
+    tools = tool_runner(settings, link, approve=interactive, host_builtins=False)
+    session = build_session(settings, tools=tools)
+    result = plain.run_plain(
+        session, link=link, stdin=stdin, stdout=stdout, stderr=stderr, debug=debug
+    )
+    return EXIT_INTERRUPTED if result is None else exit_code(result)
+
+
+def run_chat(settings: Settings, *, debug: bool = False) -> int:
+    """``fishtalk chat``: the TUI on a terminal, line mode otherwise; the exit code."""
+    if wants_tui(settings.ui.plain):
+        return run_tui(settings)
+    return run_plain(settings, debug=debug)
+
+
+# --- the demo ---------------------------------------------------------------------------
+
+
+def has_webrtc_network() -> bool:
+    """Whether any non-loopback interface has an IPv4 address (Linux; True elsewhere).
+
+    libwebrtc never gathers candidates on loopback, so without such an interface a local
+    connection can only time out. Asks the kernel only: no packet is sent.
+    """
+    if not sys.platform.startswith("linux"):
+        return True
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError:
+        return True
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for name in names:
+            if name == "lo":
+                continue
+            request = struct.pack("256s", name.encode()[:15])
+            try:
+                answer = fcntl.ioctl(sock.fileno(), _SIOCGIFADDR, request)
+            except OSError:
+                continue  # no IPv4 address on this interface
+            address = socket.inet_ntoa(answer[20:24])
+            if not address.startswith("127."):
+                return True
+    return False
+
+
+def demo_settings(
+    load: Callable[[dict[str, object]], Settings], api_url: str, dev_key: str
+) -> Settings:
+    """The user's settings (config file, environment, flags: keys, audio, declared tools)
+    pointed at the sim, plus the harmless built-ins the tour calls.
+
+    A name the user declared (say their own ``notify`` command) keeps their declaration:
+    forcing ``builtin = true`` onto a command would be a config error.
+    """
+    base: dict[str, object] = {
+        "api.url": api_url,
+        "api.api_key": dev_key,
+        "api.public": False,
+        "session.agent_id": DEMO_AGENT,
+    }
+    settings = load(base)
+    missing = {
+        f"tools.{name}.builtin": True for name in DEMO_BUILTINS if name not in settings.tools
+    }
+    return load({**base, **missing}) if missing else settings
+
+
+def run_demo(
+    load: Callable[[dict[str, object]], Settings], *, scenario: str | Path = DEMO_AGENT
+) -> int:
+    """Start the sim in-process with its demo scenario and open the TUI on it (line mode
+    when stdin/stdout are not a terminal or ``ui.plain`` is set); the exit code.
+
+    ``load`` builds settings from dotted overrides (the CLI's ``load``), so the user's
+    config still applies (keys, audio devices) while the API points at the sim.
+    ``scenario`` is a built-in name (``demo``, ``converse``) or a scenario TOML file; a bad
+    one raises :class:`~fishtalk.sim.scenario.ScenarioError` (one line, exit 2) before
+    anything starts.
+    """
+    from fishtalk.sim.scenario import load_scenario
+
+    chosen = load_scenario(scenario)
+    if not has_webrtc_network():
+        sys.stderr.write(f"fishtalk: {NO_WEBRTC_NETWORK}\n")
+        return EXIT_CONNECTION
+    from fishtalk.sim import SimThread
+
+    sim = SimThread(chosen)
+    try:
+        info = sim.start()
+    except (OSError, TimeoutError) as exc:
+        sys.stderr.write(f"fishtalk: the simulator could not start: {exc}\n")
+        return EXIT_CONNECTION
+    try:
+        settings = demo_settings(load, info.api_url, info.dev_key)
+        if not wants_tui(settings.ui.plain):
+            # Piped or --plain in the config: the same tour in line mode.
+            return run_plain(settings)
+        title = "demo (simulated agent)"
+        if chosen.name != DEMO_AGENT:
+            title = f"{chosen.name} (simulated agent)"
+        return run_tui(settings, title=title)
+    finally:
+        with contextlib.suppress(Exception):
+            sim.stop()
+
+
+__all__ = [
+    "DEMO_AGENT",
+    "DEMO_BUILTINS",
+    "NO_WEBRTC_NETWORK",
+    "audio_factory",
+    "build_session",
+    "demo_settings",
+    "exit_code",
+    "grant_source",
+    "has_webrtc_network",
+    "require_agent",
+    "run_chat",
+    "run_demo",
+    "run_plain",
+    "run_tui",
+    "session_client",
+    "session_request",
+    "tool_runner",
+    "wants_tui",
+]
