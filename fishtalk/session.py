@@ -441,6 +441,8 @@ class Session:
         return grant
 
     def _fail_before_connect(self, exc: errors.FishtalkError) -> None:
+        if self._state.ended:
+            return  # hung up before the grant came: the hang-up is how it ended
         code = _error_code(exc)
         if code not in (conv.END_SESSION_EXPIRED, errors.END_UNSUPPORTED_TRANSPORT):
             self._api_error = exc

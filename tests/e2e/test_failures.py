@@ -11,31 +11,29 @@ import textwrap
 
 import pytest
 
-from fishtalk.session import Session
-
-from .conftest import WAIT, Sim
+from .conftest import WAIT, Sim, exit_code
 
 pytestmark = pytest.mark.webrtc
 
 
 async def test_expired_grant_is_refused_before_connecting(sim: Sim) -> None:
-    session = Session(sim.settings(agent_id="expired"))
+    session = sim.session(sim.settings(agent_id="expired"))
     result = await asyncio.wait_for(session.run(), WAIT)
-    assert (result.reason, result.exit_code) == ("session_expired", 6)
+    assert (result.reason, exit_code(result)) == ("session_expired", 6)
     assert "expired" in result.message
     assert sim.server.participants(next(iter(sim.endpoint.sessions.values())).room) == []
 
 
 @pytest.mark.parametrize(
-    ("agent_id", "exit_code"),
+    ("agent_id", "code"),
     [("err-404", 4), ("err-401", 3), ("err-422", 6), ("transport-webrtc", 6)],
 )
 async def test_api_errors_end_the_session_with_their_exit_code(
-    sim: Sim, agent_id: str, exit_code: int
+    sim: Sim, agent_id: str, code: int
 ) -> None:
-    session = Session(sim.settings(agent_id=agent_id))
+    session = sim.session(sim.settings(agent_id=agent_id))
     result = await asyncio.wait_for(session.run(), WAIT)
-    assert result.exit_code == exit_code
+    assert exit_code(result) == code
     assert result.message
     assert "\n" not in result.message
     assert session.state.ended
@@ -46,7 +44,8 @@ _NO_NETWORK_SCRIPT = textwrap.dedent(
     import asyncio, subprocess, sys
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     from fishtalk.config import Settings
-    from fishtalk.session import Session
+    from fishtalk.errors import exit_code_for
+    from fishtalk.launch import build_session
     from fishtalk.sim import run_sim
 
     async def main():
@@ -55,8 +54,8 @@ _NO_NETWORK_SCRIPT = textwrap.dedent(
                 "api": {"url": sim.api_url, "api_key": sim.dev_key},
                 "session": {"agent_id": "demo", "text_only": True},
             })
-            result = await asyncio.wait_for(Session(settings).run(), 60)
-            print(result.reason, result.exit_code)
+            result = await asyncio.wait_for(build_session(settings).run(), 60)
+            print(result.reason, exit_code_for(result.reason, result.error))
             print(result.message)
 
     asyncio.run(main())

@@ -526,8 +526,8 @@ async def test_actions_run_from_the_command_palette() -> None:
 
 def test_bad_key_action_in_config_is_a_usage_error() -> None:
     from fishtalk.config import ConfigError, load_settings
+    from fishtalk.launch import run_tui
     from fishtalk.paths import CONFIG_PATH_ENV
-    from fishtalk.tui.run import run_tui
 
     settings = load_settings(
         env={CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"},

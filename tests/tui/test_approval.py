@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from fishtalk.tools.registry import ApprovalRequest
+from fishtalk.host import HostLink
 from fishtalk.testing.scripted import ScriptedSession
-from fishtalk.tui.run import _AppLink
+from fishtalk.tools.registry import ApprovalRequest
+from fishtalk.tui.run import TuiHost
 from fishtalk.tui.screens.approve import ApprovalScreen
 
 from .helpers import make_app
@@ -14,8 +15,7 @@ from .helpers import make_app
 
 async def _ask(key: str) -> tuple[bool, str]:
     app = make_app(ScriptedSession())
-    link = _AppLink()
-    link.app = app
+    link = HostLink(TuiHost(app))
     request = ApprovalRequest(
         call_id="c1",
         tool_name="open_url",
@@ -52,6 +52,6 @@ async def test_no_and_escape_decline() -> None:
 
 
 async def test_without_an_app_nothing_runs() -> None:
-    link = _AppLink()
+    link = HostLink()
     request = ApprovalRequest(call_id="c", tool_name="t", params={})
     assert await link.approve(request) is False

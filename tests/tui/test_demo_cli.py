@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from fishtalk.launch import NO_WEBRTC_NETWORK, wants_tui
 from fishtalk.sim import run_sim
 from fishtalk.sim.scenario import parse_scenario
-from fishtalk.tui.run import NO_WEBRTC_NETWORK, wants_tui
 
 TMUX = shutil.which("tmux")
 
