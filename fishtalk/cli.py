@@ -8,7 +8,6 @@ Errors: a :class:`~fishtalk.errors.FishtalkError` prints one line on stderr and 
 its ``exit_code``; a traceback only appears with ``--debug``.
 """
 
-import asyncio
 import json
 import os
 import re
@@ -76,7 +75,13 @@ def _root(
             dir_okay=False,
         ),
     ] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="Show tracebacks and debug logs (also after the command, or FISHTALK_DEBUG=1).",
+        ),
+    ] = False,
     version: Annotated[
         bool,
         typer.Option(
@@ -102,6 +107,8 @@ def load(overrides: dict[str, Any] | None = None) -> "Settings":
 
 def run_async(coro: Any) -> Any:
     """Run a command's coroutine to completion (one event loop per command)."""
+    import asyncio  # not at module level: --help and --version never need an event loop
+
     return asyncio.run(coro)
 
 
@@ -529,11 +536,24 @@ def _fail(message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
+DEBUG_ENV = "FISHTALK_DEBUG"
+"""Set (to anything but empty or 0) for the same effect as ``--debug``."""
+
+
+def _take_debug(args: list[str]) -> tuple[list[str], bool]:
+    """``args`` without ``--debug`` (accepted before or after the command, up to ``--``)."""
+    end = args.index("--") if "--" in args else len(args)
+    kept = [a for a in args[:end] if a != "--debug"] + args[end:]
+    return kept, len(kept) != len(args)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI, mapping errors to one line and an exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
-    # --debug must be known even when parsing fails before the callback ran.
-    _state.debug = "--debug" in args or os.environ.get("FISHTALK_DEBUG", "") not in ("", "0")
+    # --debug is global: `fishtalk --debug chat` and `fishtalk chat --debug` alike. It is
+    # taken out here so every command accepts it, and known even when parsing fails.
+    args, flagged = _take_debug(args)
+    _state.debug = flagged or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     command = typer.main.get_command(app)
     from fishtalk.native import quiet_livekit_handle_drops
 
@@ -549,8 +569,6 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if _state.debug:
             traceback.print_exc()
-        _fail(
-            f"unexpected error: {type(exc).__name__}: {exc} (run with --debug for details)",
-            EXIT_ERROR,
-        )
+        hint = "" if _state.debug else " (run with --debug for details)"
+        _fail(f"unexpected error: {type(exc).__name__}: {exc}{hint}", EXIT_ERROR)
     raise SystemExit(EXIT_OK)
