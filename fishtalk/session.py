@@ -41,6 +41,7 @@ from livekit import rtc
 
 from fishtalk import conversation as conv
 from fishtalk import errors
+from fishtalk.aio import TaskSet
 from fishtalk.api import LiveKitGrant
 from fishtalk.audio.base import CHANNELS, SAMPLE_RATE, AudioBackend, AudioLevels, NullAudio
 from fishtalk.protocol import (
@@ -241,7 +242,7 @@ class Session:
         self._started = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ended: asyncio.Event | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = TaskSet("fishtalk-session", on_error=_task_failed)
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._deferred: set[asyncio.TimerHandle] = set()
         self._outbox: asyncio.Queue[conv.ClientEventOut] | None = None
@@ -761,19 +762,7 @@ class Session:
             loop.call_soon_threadsafe(fn)
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        task = asyncio.ensure_future(coro)
-        task.set_name(f"fishtalk-session {name}")
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None:
-            _log.error("session task %s failed: %s", task.get_name(), exc, exc_info=exc)
+        return self._tasks.spawn(coro, name)
 
     # --- effects that need IO ----------------------------------------------------------
 
@@ -828,11 +817,7 @@ class Session:
                 async with asyncio.timeout(SEND_DRAIN_TIMEOUT):
                     await outbox.join()
         self._tools.cancel_all()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._tasks.cancel_all()
         self._audio_streams.clear()
         room, self._room = self._room, None
         if room is not None:
@@ -850,6 +835,10 @@ class Session:
                 await self._audio.aclose()
             except Exception as exc:
                 _log.info("audio backend did not close cleanly: %s", exc)
+
+
+def _task_failed(task: asyncio.Task[Any], exc: BaseException) -> None:
+    _log.error("session task %s failed: %s", task.get_name(), exc, exc_info=exc)
 
 
 def _empty_registry() -> ToolRegistry:

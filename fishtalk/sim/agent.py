@@ -54,6 +54,7 @@ import numpy as np
 from livekit import rtc
 
 from fishtalk import protocol as p
+from fishtalk.aio import TaskSet
 from fishtalk.sim.endpoint import AGENT_IDENTITY, SimSession
 from fishtalk.sim.scenario import (
     CallClientTool,
@@ -180,7 +181,7 @@ class SimAgent:
         self._pending_tools: dict[str, asyncio.Future[p.ClientToolResult]] = {}
         self._speech: asyncio.Task[None] | None = None
         self._script: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = TaskSet("fishtalk-sim-agent", on_error=self._task_failed)
         self._user_joined = asyncio.Event()
         self._user_back = asyncio.Event()
         self._done = asyncio.Event()
@@ -214,17 +215,11 @@ class SimAgent:
         return await asyncio.wait_for(until(), within)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
+        return self._tasks.spawn(coro)
 
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
-            log.warning("sim agent task failed: %r", exc)
-            self.note(f"task failed: {exc!r}")
+    def _task_failed(self, task: asyncio.Task[Any], exc: BaseException) -> None:
+        log.warning("sim agent task failed: %r", exc)
+        self.note(f"task failed: {exc!r}")
 
     # --- lifecycle ----------------------------------------------------------------------
 
