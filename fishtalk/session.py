@@ -17,8 +17,10 @@ where WebRTC cannot connect ends with ``connection_failed`` and one sentence say
 never a hang. Everything the session starts is a task it owns and cancels at teardown.
 
 A server that goes away mid-call is the SDK's to notice: it reports ``reconnecting``, tries
-to resume and then to rejoin, and reports ``disconnected`` once its reconnect budget is
-spent, which ends the call with ``connection_lost``. The session adds no wait of its own.
+to resume and then to rejoin (livekit 1.2.1: ten attempts a few seconds apart, about 25 s
+in all), and reports ``disconnected`` when it gives up. The session bounds that wait by its
+own reconnect budget (:attr:`Timeouts.reconnect`, 20 s): a link still down by then ends
+the call with ``connection_lost``. Nothing at teardown waits on a link that is down.
 
 The session never picks an exit code: :class:`EndResult` says why the call ended (the end
 reason and, when one caused it, the error); the CLI edge maps that to a code
@@ -78,6 +80,10 @@ PREVIEW_BYTES: Final = 200
 FRAME_MS: Final = 10
 INTERRUPT_HOLD: Final = 0.4
 """Seconds after an interrupt during which agent audio still in flight is dropped."""
+RECONNECT_BUDGET: Final = 20.0
+"""Seconds a dropped link gets to come back (the SDK alone would try for about 25 s)."""
+RECONNECT_GAVE_UP: Final = "RECONNECT_BUDGET_SPENT"
+"""The disconnect reason the session reports when its reconnect budget ran out."""
 LINK_WAIT: Final = 30.0
 """How long a client event waits for the transport to come back before being reported."""
 LEAVE_SETTLE: Final = 0.3
@@ -96,6 +102,8 @@ class Timeouts:
     """Seconds after ``session.ended`` before the session tears down on its own."""
     signal_attempt: float = SIGNAL_ATTEMPT_TIMEOUT
     """Seconds per signalling attempt inside the SDK's own retry loop."""
+    reconnect: float = RECONNECT_BUDGET
+    """Seconds a call may stay ``reconnecting`` before it ends with ``connection_lost``."""
 
 
 DEFAULT_TIMEOUTS: Final = Timeouts()
@@ -247,9 +255,9 @@ class Session:
         self._deferred: set[asyncio.TimerHandle] = set()
         self._outbox: asyncio.Queue[conv.ClientEventOut] | None = None
         self._room: rtc.Room | None = None
-        self._connected_once = False
         self._reconnecting = False
         self._link_up: asyncio.Event | None = None
+        self._reconnect_deadline: asyncio.TimerHandle | None = None
         self._hold_audio_until = 0.0
         self._audio_streams: dict[str, tuple[rtc.AudioStream, asyncio.Task[None]]] = {}
         self._mic_source: rtc.AudioSource | None = None
@@ -392,7 +400,6 @@ class Session:
         self._wire(room)
         if not await self._connect(room, grant):
             return
-        self._connected_once = True
         assert self._link_up is not None
         self._link_up.set()
         self._feed(conv.Connected(local_identity=room.local_participant.identity, at=self._clock()))
@@ -585,10 +592,28 @@ class Session:
         self._reconnecting = True
         if self._link_up is not None:
             self._link_up.clear()
+        if self._loop is not None and self._reconnect_deadline is None:
+            self._reconnect_deadline = self._loop.call_later(
+                self.timeouts.reconnect, self._reconnect_expired
+            )
         self._feed(conv.Reconnecting(at=self._clock()))
+
+    def _stop_reconnect_deadline(self) -> None:
+        if self._reconnect_deadline is not None:
+            self._reconnect_deadline.cancel()
+            self._reconnect_deadline = None
+
+    def _reconnect_expired(self) -> None:
+        self._reconnect_deadline = None
+        if not self._reconnecting or self._state.ended:
+            return
+        _log.info("the link did not come back within %g s", self.timeouts.reconnect)
+        self._reconnecting = False
+        self._feed(conv.Disconnected(at=self._clock(), reason=RECONNECT_GAVE_UP))
 
     def _on_reconnected(self) -> None:
         self._reconnecting = False
+        self._stop_reconnect_deadline()
         if self._link_up is not None:
             self._link_up.set()
         room = self._room
@@ -608,6 +633,7 @@ class Session:
 
     def _on_disconnected(self, reason: int) -> None:
         self._reconnecting = False
+        self._stop_reconnect_deadline()
         name = _disconnect_reason_name(reason)
         _log.info("room disconnected (%s)", name)
         self._feed(conv.Disconnected(at=self._clock(), reason=name))
@@ -810,8 +836,10 @@ class Session:
         for handle in self._deferred:
             handle.cancel()
         self._deferred.clear()
+        self._stop_reconnect_deadline()
         outbox = self._outbox
-        if outbox is not None and self._room is not None and self._connected_once:
+        link_up = self._link_up is not None and self._link_up.is_set()
+        if outbox is not None and self._room is not None and link_up:
             # Let user.hangup (and anything queued before it) leave before disconnecting.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(SEND_DRAIN_TIMEOUT):

@@ -35,8 +35,10 @@ from fishtalk.sim.server import SimServer
 WAIT = 20.0
 """Default bound for every wait in these tests (seconds)."""
 
-SHORT = Timeouts(connect=10.0, agent_join=2.0, ended_grace=1.0, signal_attempt=2.0)
+SHORT = Timeouts(connect=10.0, agent_join=2.0, ended_grace=1.0, signal_attempt=2.0, reconnect=20.0)
 """Short injected timeouts for the tests that wait for one to run out."""
+FAST_SLACK = 8.0
+"""What a fails-fast test allows beyond its injected timeout (teardown, a loaded machine)."""
 
 
 def exit_code(result: EndResult) -> int:

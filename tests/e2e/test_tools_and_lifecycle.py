@@ -11,7 +11,7 @@ import pytest
 from fishtalk import protocol as p
 from fishtalk.tools import ToolContext, ToolRegistry, ToolRunner
 
-from .conftest import WAIT, ScriptedAgent, Sim, exit_code, until
+from .conftest import FAST_SLACK, SHORT, WAIT, ScriptedAgent, Sim, exit_code, until
 
 pytestmark = pytest.mark.webrtc
 
@@ -133,13 +133,15 @@ async def test_agent_leaving_ends_with_agent_hangup(sim: Sim) -> None:
 
 
 async def test_session_ended_then_grace_period_tears_down(sim: Sim) -> None:
-    session, run, agent, _ = await sim.connected()
+    session, run, agent, _ = await sim.connected(timeouts=SHORT)
     await agent.send(p.SessionEnded(reason="agent_hangup"))
     await until(session, lambda s: s.announced_end_reason == "agent_hangup")
     assert session.state.status == "connected"  # the agent may still say goodbye
     started = time.monotonic()
-    result = await asyncio.wait_for(run, 20)
-    assert time.monotonic() - started >= 9.0  # the agent never left: the grace ran out
+    result = await asyncio.wait_for(run, SHORT.ended_grace + WAIT)
+    elapsed = time.monotonic() - started
+    assert elapsed >= SHORT.ended_grace * 0.9  # the agent never left: the grace ran out
+    assert elapsed < SHORT.ended_grace + FAST_SLACK  # and not much later
     assert (result.reason, exit_code(result)) == ("agent_hangup", 0)
 
 
@@ -157,11 +159,13 @@ async def test_conversation_timeout(sim: Sim) -> None:
 
 
 async def test_agent_must_join_in_time(sim: Sim) -> None:
-    session = sim.session()
+    session = sim.session(timeouts=SHORT)
     run = sim.start(session)
     await sim.next_session()  # nobody joins as the agent
     await until(session, lambda s: s.status == "connected")
-    result = await asyncio.wait_for(run, 25)
+    started = time.monotonic()
+    result = await asyncio.wait_for(run, SHORT.agent_join + WAIT)
+    assert time.monotonic() - started < SHORT.agent_join + FAST_SLACK  # fails fast
     assert (result.reason, exit_code(result)) == ("connection_failed", 7)
     assert "did not join" in result.message
 
