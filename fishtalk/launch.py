@@ -26,7 +26,9 @@ import fcntl
 import socket
 import struct
 import sys
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
     from fishtalk.config import Settings
     from fishtalk.host import HostLink
     from fishtalk.session import AudioFactory, EndResult, GrantSource, Session, Timeouts
+    from fishtalk.sim import SimInfo, SimThread
+    from fishtalk.sim.scenario import Scenario
     from fishtalk.tools.runner import ToolRunner
 
 DEMO_AGENT: Final = "demo"
@@ -176,14 +180,14 @@ def build_session(
     *,
     tools: ToolRunner | None = None,
     audio: AudioBackend | AudioFactory | None = None,
-    grant: LiveKitGrant | None = None,
+    grant: LiveKitGrant | GrantSource | None = None,
     timeouts: Timeouts | None = None,
 ) -> Session:
     """A :class:`~fishtalk.session.Session` made of the parts the settings describe.
 
     ``tools`` defaults to the declared tools with nobody to approve (see
     :func:`tool_runner`); ``audio`` to :func:`audio_factory`; ``grant`` (a ready grant)
-    replaces the API request; ``timeouts`` to the web SDK's.
+    (a ready grant or another source) replaces the API request; ``timeouts`` to the web SDK's.
     """
     from fishtalk.session import DEFAULT_TIMEOUTS, Session
     from fishtalk.tools import ToolRegistry, ToolRunner
@@ -224,8 +228,20 @@ def wants_tui(
         return False
 
 
-def run_tui(settings: Settings, *, title: str = "") -> int:
-    """Run one session in the full-screen TUI; return the process exit code."""
+def run_tui(
+    settings: Settings,
+    *,
+    title: str = "",
+    grant: GrantSource | None = None,
+    note: str | None = None,
+    first_frame: threading.Event | None = None,
+) -> int:
+    """Run one session in the full-screen TUI; return the process exit code.
+
+    ``grant``: where the grant comes from (default: the session API, as the settings say);
+    ``note``: a notice shown from the first frame (what happens before connecting);
+    ``first_frame``: set once the first frame is drawn.
+    """
     from fishtalk.config import ConfigError
     from fishtalk.host import HostLink
     from fishtalk.tui import keys
@@ -236,12 +252,15 @@ def run_tui(settings: Settings, *, title: str = "") -> int:
     except ValueError as exc:
         raise ConfigError(f"[ui.keys]: {exc}") from None
     link = HostLink()
-    session = build_session(settings, tools=tool_runner(settings, link))
+    session = build_session(settings, tools=tool_runner(settings, link), grant=grant)
+    if note:
+        session.notice(note)
     return run_app(
         session,
         link=link,
         title=title or (settings.session.agent_id or ""),
         keymap=settings.ui.keys,
+        first_frame=first_frame,
     )
 
 
@@ -329,6 +348,75 @@ def demo_settings(
     return load({**base, **missing}) if missing else settings
 
 
+STARTING_SIM: Final = "Starting the simulated agent…"
+"""What the demo's TUI shows while the sim starts behind it."""
+
+
+class SimStartError(FishtalkError):
+    """The demo's simulator could not start (exit 7, like a connection never established)."""
+
+    exit_code = EXIT_CONNECTION
+
+
+class _BackgroundSim:
+    """The demo's simulator, started on a worker thread when the session asks for a grant,
+    so the TUI draws its first frame before the sim's heavy imports (aiortc...)."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self._scenario = scenario
+        self._sim: SimThread | None = None
+        self._settled = threading.Event()
+
+    def start(self) -> SimInfo:
+        """Import and start the sim (blocking); raises SimStartError."""
+        try:
+            from fishtalk.sim import SimThread
+
+            self._sim = SimThread(self._scenario)
+            try:
+                return self._sim.start()
+            except (OSError, TimeoutError) as exc:
+                raise SimStartError(f"the simulator could not start: {exc}") from None
+        finally:
+            self._settled.set()
+
+    def stop(self) -> None:
+        """Stop the sim, once a start under way has settled."""
+        if self._sim is None and not self._settled.is_set():
+            return  # never asked to start
+        self._settled.wait(30)
+        if self._sim is not None:
+            with contextlib.suppress(Exception):
+                self._sim.stop()
+
+
+FIRST_FRAME_WAIT: Final = 5.0
+"""The longest the sim start waits for the TUI's first frame."""
+
+
+@dataclass(frozen=True, slots=True)
+class _DemoGrant:
+    """A grant source that starts the sim once the TUI's first frame is drawn (``after``,
+    if given), then creates the session on it."""
+
+    sim: _BackgroundSim
+    settings: Settings
+    after: threading.Event | None = None
+
+    async def obtain(self) -> LiveKitGrant:
+        from fishtalk.aio import in_daemon_thread
+        from fishtalk.api import SessionClient
+        from fishtalk.session import CreateSession
+
+        after = self.after
+        if after is not None and not after.is_set():
+            await in_daemon_thread(lambda: after.wait(FIRST_FRAME_WAIT), name="fishtalk-frame")
+        info = await in_daemon_thread(self.sim.start, name="fishtalk-sim-start")
+        timeout = self.settings.api.timeout
+        client = SessionClient(info.api_url, api_key=info.dev_key, timeout=timeout)
+        return await CreateSession(client, session_request(self.settings)).obtain()
+
+
 def run_demo(
     load: Callable[[dict[str, object]], Settings], *, scenario: str | Path = DEMO_AGENT
 ) -> int:
@@ -339,7 +427,7 @@ def run_demo(
     config still applies (keys, audio devices) while the API points at the sim.
     ``scenario`` is a built-in name (``demo``, ``converse``) or a scenario TOML file; a bad
     one raises :class:`~fishtalk.sim.scenario.ScenarioError` (one line, exit 2) before
-    anything starts.
+    anything starts. In the TUI the sim starts behind the first frame, which says so.
     """
     from fishtalk.sim.scenario import load_scenario
 
@@ -347,32 +435,34 @@ def run_demo(
     if not has_webrtc_network():
         sys.stderr.write(f"fishtalk: {NO_WEBRTC_NETWORK}\n")
         return EXIT_CONNECTION
-    from fishtalk.sim import SimThread
-
-    sim = SimThread(chosen)
+    sim = _BackgroundSim(chosen)
     try:
-        info = sim.start()
-    except (OSError, TimeoutError) as exc:
-        sys.stderr.write(f"fishtalk: the simulator could not start: {exc}\n")
-        return EXIT_CONNECTION
-    try:
-        settings = demo_settings(load, info.api_url, info.dev_key)
+        # The API settings are the sim's, known once it runs; everything else is the user's.
+        settings = demo_settings(load, "http://127.0.0.1", "sim")
         if not wants_tui(settings.ui.plain):
-            # Piped or --plain in the config: the same tour in line mode.
-            return run_plain(settings)
+            # Piped or --plain in the config: the same tour in line mode, sim first.
+            try:
+                info = sim.start()
+            except SimStartError as exc:
+                sys.stderr.write(f"fishtalk: {exc}\n")
+                return EXIT_CONNECTION
+            return run_plain(demo_settings(load, info.api_url, info.dev_key))
         title = "demo (simulated agent)"
         if chosen.name != DEMO_AGENT:
             title = f"{chosen.name} (simulated agent)"
-        return run_tui(settings, title=title)
+        drawn = threading.Event()
+        grant = _DemoGrant(sim, settings, after=drawn)
+        return run_tui(settings, title=title, grant=grant, note=STARTING_SIM, first_frame=drawn)
     finally:
-        with contextlib.suppress(Exception):
-            sim.stop()
+        sim.stop()
 
 
 __all__ = [
     "DEMO_AGENT",
     "DEMO_BUILTINS",
     "NO_WEBRTC_NETWORK",
+    "STARTING_SIM",
+    "SimStartError",
     "audio_factory",
     "build_session",
     "demo_settings",

@@ -322,6 +322,11 @@ class Session:
         """End the session: ``user.hangup``, then disconnect. Safe to call twice."""
         self._feed(conv.Hangup(at=self._clock()))
 
+    def notice(self, text: str) -> None:
+        """Show ``text`` as a notice in the conversation (e.g. what a launcher does before
+        the connect)."""
+        self._feed(conv.AddNotice(text=text, at=self._clock()))
+
     def audio_levels(self) -> AudioLevels:
         """Current microphone and agent levels (zeros without audio)."""
         return self._audio.levels() if self._audio is not None else AudioLevels()

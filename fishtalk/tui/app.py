@@ -11,6 +11,7 @@ worker; the app never touches the room.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -98,6 +99,8 @@ class FishtalkApp(App[int]):
         self._summary: Summary | None = None
         self._quitting = False
         self._interrupted = False
+        self.first_frame = threading.Event()
+        """Set once the first frame is on the terminal (a launcher's slow work waits)."""
         self.renders = 0
         """How many times the state was drawn (the benchmark reads it)."""
         # The chat widgets live as long as the app; holding them avoids DOM queries per
@@ -136,6 +139,10 @@ class FishtalkApp(App[int]):
         # The palette key is listed on the help screen; the footer keeps its room for
         # the call's own keys at 80 columns.
         yield Footer(show_command_palette=False)
+
+    def on_ready(self) -> None:
+        """The first frame is on the terminal."""
+        self.first_frame.set()
 
     def on_mount(self) -> None:
         """Wire the session, draw the first frame, start the session worker."""

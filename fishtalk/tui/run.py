@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
@@ -63,13 +64,21 @@ class TuiHost:
 
 
 def run_app(
-    session: SessionLike, *, link: HostLink | None = None, title: str = "", keymap: KeyMap = None
+    session: SessionLike,
+    *,
+    link: HostLink | None = None,
+    title: str = "",
+    keymap: KeyMap = None,
+    first_frame: threading.Event | None = None,
 ) -> int:
     """Run ``session`` in the full-screen TUI, bound to ``link``; return the exit code the
-    app chose (from the one table in :mod:`fishtalk.errors`)."""
+    app chose (from the one table in :mod:`fishtalk.errors`). ``first_frame`` is set once
+    the app has drawn its first frame."""
     from fishtalk.tui.app import FishtalkApp
 
     app = FishtalkApp(session, title=title, keymap=keymap)
+    if first_frame is not None:
+        app.first_frame = first_frame
     if link is not None:
         link.bind(TuiHost(app))
     from fishtalk.native import stderr_to_log

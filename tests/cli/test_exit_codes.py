@@ -68,6 +68,7 @@ ERROR_PHRASES: dict[str, str] = {
     "ApiConnectionError": "connection refused",
     "UnsupportedTransportError": "unsupported transport",
     "SessionExpiredError": "session expired",
+    "SimStartError": "could not be established",
 }
 
 
