@@ -79,12 +79,20 @@ def main() -> None:
     fishtalk = str(BIN / "fishtalk")
     base = wall([python, "-c", "pass"], args.runs)
     version = wall([fishtalk, "--version"], args.runs)
-    print(f"python -c pass         {base * 1000:7.1f} ms")
-    print(f"fishtalk --version     {version * 1000:7.1f} ms   {version / base:4.2f}x")
     tiny = first_frame([python, "-c", SMALLEST_APP], b"first frame", args.runs)
     demo = first_frame([fishtalk, "demo", "--no-audio"], b"simulated agent", args.runs)
-    print(f"smallest Textual app   {tiny * 1000:7.1f} ms to its first frame")
-    print(f"fishtalk demo          {demo * 1000:7.1f} ms to its first frame   {demo / tiny:4.2f}x")
+    print("## Startup\n")
+    print(f"Median of {args.runs} runs each; the ratio is against the floor in the same run.\n")
+    print("| path | fishtalk | floor | ratio |")
+    print("| --- | --- | --- | --- |")
+    print(
+        f"| `fishtalk --version` wall | {version * 1000:.0f} ms | "
+        f"`python -c pass` {base * 1000:.0f} ms | {version / base:.2f}x |"
+    )
+    print(
+        f"| `fishtalk demo` first frame | {demo * 1000:.0f} ms | "
+        f"smallest Textual app {tiny * 1000:.0f} ms | {demo / tiny:.2f}x |"
+    )
 
 
 if __name__ == "__main__":
