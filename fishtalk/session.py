@@ -39,8 +39,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
-from livekit import rtc
-
 from fishtalk import conversation as conv
 from fishtalk import errors
 from fishtalk.aio import TaskSet
@@ -63,6 +61,8 @@ from fishtalk.tools.registry import ToolRegistry
 from fishtalk.tools.runner import ToolRunner
 
 if TYPE_CHECKING:
+    from livekit import rtc
+
     from fishtalk.api import SessionClient, SessionRequest
 
 _log = logging.getLogger(__name__)
@@ -193,6 +193,8 @@ def _error_code(exc: errors.FishtalkError) -> str:
 
 
 def _is_agent(participant: rtc.RemoteParticipant) -> bool:
+    from livekit import rtc
+
     return (
         participant.kind == rtc.ParticipantKind.PARTICIPANT_KIND_AGENT
         or ATTR_AGENT_STATE in participant.attributes
@@ -200,6 +202,8 @@ def _is_agent(participant: rtc.RemoteParticipant) -> bool:
 
 
 def _disconnect_reason_name(reason: int) -> str | None:
+    from livekit import rtc
+
     try:
         return rtc.DisconnectReason.Name(reason)  # type: ignore[arg-type]  # a plain int
     except ValueError:
@@ -394,6 +398,10 @@ class Session:
             raise exc
 
     async def _start(self) -> None:
+        # livekit (and numpy under it) is imported when a call starts, not with this
+        # module: a front end draws its first frame without waiting for it.
+        from livekit import rtc
+
         grant = await self._obtain_grant()
         if grant is None:
             return  # refused before any device was touched
@@ -464,6 +472,8 @@ class Session:
         self._feed(conv.ConnectFailed(at=self._clock(), code=code, detail=str(exc)))
 
     async def _connect(self, room: rtc.Room, grant: LiveKitGrant) -> bool:
+        from livekit import rtc
+
         url = grant.livekit_url
         host = urlsplit(url).netloc or url
         timeouts = self.timeouts
@@ -521,6 +531,8 @@ class Session:
         self._spawn(self._read_transcript(reader, identity), "transcript")
 
     async def _read_transcript(self, reader: rtc.TextStreamReader, identity: str) -> None:
+        from livekit import rtc
+
         info = reader.info
         attributes = dict(info.attributes or {})
         stream_id = info.stream_id
@@ -649,6 +661,8 @@ class Session:
         publication: rtc.RemoteTrackPublication,
         participant: rtc.RemoteParticipant,
     ) -> None:
+        from livekit import rtc
+
         if track.kind != rtc.TrackKind.KIND_AUDIO or self._state.ended:
             return
         audio = self._audio
@@ -683,6 +697,8 @@ class Session:
             await stream.aclose()
 
     async def _publish_microphone(self, room: rtc.Room, audio: AudioBackend) -> None:
+        from livekit import rtc
+
         source = rtc.AudioSource(SAMPLE_RATE, CHANNELS, queue_size_ms=100)
         track = rtc.LocalAudioTrack.create_audio_track("microphone", source)
         options = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
