@@ -17,6 +17,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
@@ -32,43 +34,56 @@ Tiny().run()
 """
 
 
-def wall(argv: list[str], runs: int) -> float:
-    """Median wall seconds of ``argv`` run to completion."""
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+def wall_once(argv: list[str]) -> float:
+    """Wall seconds of ``argv`` run to completion."""
+    started = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - started
 
 
-def first_frame(argv: list[str], marker: bytes, runs: int, within: float = 30.0) -> float:
-    """Median seconds from start until ``marker`` appears on the pseudo-terminal."""
-    times = []
+def frame_once(argv: list[str], marker: bytes, within: float = 30.0) -> float:
+    """Seconds from start until ``marker`` appears on a pseudo-terminal of 100x30."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child
+        os.environ.update(COLUMNS="100", LINES="30", TERM="xterm-256color")
+        os.execv(argv[0], argv)
+    started = time.perf_counter()
+    seen = b""
+    try:
+        while marker not in seen:
+            left = within - (time.perf_counter() - started)
+            if left <= 0:
+                raise TimeoutError(f"{marker!r} never appeared")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:
+                    break
+        return time.perf_counter() - started
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+
+
+def paired(measure_a: Callable[[], float], measure_b: Callable[[], float], runs: int) -> Pair:
+    """A and B in turn (A B A B ...), so a drift in the machine's speed moves both; the
+    ratio is taken pair by pair. Medians of each, and of the ratios."""
+    a_times, b_times, ratios = [], [], []
     for _ in range(runs):
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: a terminal of 100x30
-            os.environ.update(COLUMNS="100", LINES="30", TERM="xterm-256color")
-            os.execv(argv[0], argv)
-        started = time.perf_counter()
-        seen = b""
-        try:
-            while marker not in seen:
-                left = within - (time.perf_counter() - started)
-                if left <= 0:
-                    raise TimeoutError(f"{marker!r} never appeared")
-                ready, _, _ = select.select([fd], [], [], left)
-                if ready:
-                    try:
-                        seen += os.read(fd, 65536)
-                    except OSError:
-                        break
-            times.append(time.perf_counter() - started)
-        finally:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(fd)
-    return statistics.median(times)
+        a, b = measure_a(), measure_b()
+        a_times.append(a)
+        b_times.append(b)
+        ratios.append(a / b)
+    return Pair(statistics.median(a_times), statistics.median(b_times), statistics.median(ratios))
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: float
+    b: float
+    ratio: float
 
 
 def main() -> None:
@@ -77,21 +92,31 @@ def main() -> None:
     args = parser.parse_args()
     python = str(BIN / "python")
     fishtalk = str(BIN / "fishtalk")
-    base = wall([python, "-c", "pass"], args.runs)
-    version = wall([fishtalk, "--version"], args.runs)
-    tiny = first_frame([python, "-c", SMALLEST_APP], b"first frame", args.runs)
-    demo = first_frame([fishtalk, "demo", "--no-audio"], b"simulated agent", args.runs)
+    version = paired(
+        lambda: wall_once([fishtalk, "--version"]),
+        lambda: wall_once([python, "-c", "pass"]),
+        args.runs,
+    )
+    demo = paired(
+        lambda: frame_once([fishtalk, "demo", "--no-audio"], b"simulated agent"),
+        lambda: frame_once([python, "-c", SMALLEST_APP], b"first frame"),
+        args.runs,
+    )
+    load = os.getloadavg()[0]
     print("## Startup\n")
-    print(f"Median of {args.runs} runs each; the ratio is against the floor in the same run.\n")
+    print(
+        f"Median of {args.runs} runs each, fishtalk and its floor in turn; the ratio is the "
+        f"median of the pairs' ratios. Load average at the end: {load:.1f}.\n"
+    )
     print("| path | fishtalk | floor | ratio |")
     print("| --- | --- | --- | --- |")
     print(
-        f"| `fishtalk --version` wall | {version * 1000:.0f} ms | "
-        f"`python -c pass` {base * 1000:.0f} ms | {version / base:.2f}x |"
+        f"| `fishtalk --version` wall | {version.a * 1000:.0f} ms | "
+        f"`python -c pass` {version.b * 1000:.0f} ms | {version.ratio:.2f}x |"
     )
     print(
-        f"| `fishtalk demo` first frame | {demo * 1000:.0f} ms | "
-        f"smallest Textual app {tiny * 1000:.0f} ms | {demo / tiny:.2f}x |"
+        f"| `fishtalk demo` first frame | {demo.a * 1000:.0f} ms | "
+        f"smallest Textual app {demo.b * 1000:.0f} ms | {demo.ratio:.2f}x |"
     )
 
 
