@@ -36,13 +36,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
 from urllib.parse import urlsplit
 
 from fishtalk import conversation as conv
 from fishtalk import errors
 from fishtalk.aio import TaskSet
-from fishtalk.api import LiveKitGrant
 from fishtalk.audio.base import CHANNELS, SAMPLE_RATE, AudioBackend, AudioLevels, NullAudio
 from fishtalk.protocol import (
     ATTR_AGENT_STATE,
@@ -63,7 +62,7 @@ from fishtalk.tools.runner import ToolRunner
 if TYPE_CHECKING:
     from livekit import rtc
 
-    from fishtalk.api import SessionClient, SessionRequest
+    from fishtalk.api import LiveKitGrant, SessionClient, SessionRequest
 
 _log = logging.getLogger(__name__)
 
@@ -122,6 +121,7 @@ class EndResult:
     """The error that prevented the session (API, config, grant), if that is why it ended."""
 
 
+@runtime_checkable
 class GrantSource(Protocol):
     """Where a session's grant comes from; ``obtain`` raises a FishtalkError on failure."""
 
@@ -236,7 +236,7 @@ class Session:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._grant_source: GrantSource = (
-            ReadyGrant(grant) if isinstance(grant, LiveKitGrant) else grant
+            grant if isinstance(grant, GrantSource) else ReadyGrant(grant)
         )
         self._audio: AudioBackend | None = None
         self._audio_factory: AudioFactory | None = None
