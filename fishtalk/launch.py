@@ -255,13 +255,14 @@ def run_tui(
     session = build_session(settings, tools=tool_runner(settings, link), grant=grant)
     if note:
         session.notice(note)
-    return run_app(
+    code = run_app(
         session,
         link=link,
         title=title or (settings.session.agent_id or ""),
         keymap=settings.ui.keys,
         first_frame=first_frame,
     )
+    return code if code is not None else EXIT_CONNECTION
 
 
 def run_plain(

@@ -12,8 +12,6 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
-from fishtalk.errors import EXIT_CONNECTION
-
 if TYPE_CHECKING:
     from fishtalk.host import HostLink
     from fishtalk.tools.registry import ApprovalRequest
@@ -70,10 +68,10 @@ def run_app(
     title: str = "",
     keymap: KeyMap = None,
     first_frame: threading.Event | None = None,
-) -> int:
+) -> int | None:
     """Run ``session`` in the full-screen TUI, bound to ``link``; return the exit code the
-    app chose (from the one table in :mod:`fishtalk.errors`). ``first_frame`` is set once
-    the app has drawn its first frame."""
+    app chose (from the one table in :mod:`fishtalk.errors`), None if it never chose one.
+    ``first_frame`` is set once the app has drawn its first frame."""
     from fishtalk.tui.app import FishtalkApp
 
     app = FishtalkApp(session, title=title, keymap=keymap)
@@ -90,7 +88,7 @@ def run_app(
         app.run()
     code = app.return_code
     report_end(app)
-    return code if code is not None else EXIT_CONNECTION
+    return code
 
 
 def report_end(
