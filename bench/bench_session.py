@@ -24,7 +24,6 @@ from pydantic import SecretStr
 
 from fishtalk import protocol as p
 from fishtalk.api import LiveKitGrant
-from fishtalk.config import Settings
 from fishtalk.session import Session
 from fishtalk.sim.livekit.server import SimServer
 
@@ -60,8 +59,7 @@ async def _measure() -> tuple[list[float], list[float]]:
             livekit_url=server.ws_url,
             token=SecretStr(server.mint_token(ROOM, "user-session")),
         )
-        settings = Settings.model_validate({"session": {"text_only": True}})
-        session = Session(settings, grant=grant)
+        session = Session(grant, spoken=False)
         ready = asyncio.Event()
         session.add_listener(
             lambda s: ready.set() if s.status == "connected" and s.agent_ready else None

@@ -27,8 +27,8 @@ import tracemalloc
 
 from fishtalk import conversation as c
 from fishtalk.protocol import ATTR_AGENT_STATE
+from fishtalk.testing.scripted import ScriptedSession
 from fishtalk.tui.app import FishtalkApp
-from fishtalk.tui.driver import ScriptedSession
 from fishtalk.tui.widgets.transcript import Transcript
 
 SIZE = (100, 30)

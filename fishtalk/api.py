@@ -6,31 +6,9 @@ session. ``POST {api}/v1/agent/sessions/{id}/end`` force-ends one. REST bodies a
 snake_case. No livekit, no textual here.
 
 Every failure is a :class:`fishtalk.errors.FishtalkError` with a one-line message for the
-user (the API key never appears in any message, repr or log line)::
-
-    FishtalkError
-    ├── ClientConfigError            bad base URL / origin / API key shape (before any I/O)
-    ├── ApiError (status, reason)    the API answered with an error status
-    │   ├── BadRequestError               400
-    │   ├── AuthenticationError           401 (bare, or JSON "Invalid token"/"Token expired")
-    │   ├── PaymentRequiredError          402
-    │   ├── ForbiddenError                403
-    │   │   ├── OriginForbiddenError          Origin required / not allowed
-    │   │   ├── AgentNotPublicError           keyless request, agent not public
-    │   │   └── AgentUnavailableError         agent unavailable / platform not enabled
-    │   ├── NotFoundError                 404
-    │   ├── ConflictError                 409
-    │   ├── UnsupportedMediaTypeError     415
-    │   ├── RequestValidationError        422 (.field_errors)
-    │   ├── RateLimitedError              429 (.retry_after)
-    │   ├── ServerError                   other 5xx
-    │   │   ├── BadGatewayError               502 (retried)
-    │   │   └── ServiceUnavailableError       503 (retried)
-    │   └── UnexpectedResponseError       undocumented status, non-JSON or incomplete body
-    ├── UnsupportedTransportError    grant's ``transport`` is not ``livekit``
-    ├── SessionExpiredError          grant's ``expires_at`` already passed
-    ├── ApiTimeoutError              no complete answer within ``timeout`` seconds
-    └── ApiConnectionError           refused, DNS, TLS, reset
+user (the API key never appears in any message, repr or log line). The tree, with
+:class:`~fishtalk.errors.SessionApiError` over every status and transport failure, is
+drawn once, in :mod:`fishtalk.errors`.
 
 Retries: only 502, 503 and failures to connect (nothing reached the server) are retried,
 with jittered exponential backoff, at most ``max_attempts`` (3) attempts in all. A timeout
@@ -72,6 +50,7 @@ from fishtalk.errors import (
     ApiConnectionError,
     ApiError,
     ApiTimeoutError,
+    ApiTransportError,
     AuthenticationError,
     BadGatewayError,
     BadRequestError,
@@ -86,6 +65,7 @@ from fishtalk.errors import (
     RequestValidationError,
     ServerError,
     ServiceUnavailableError,
+    SessionApiError,
     SessionExpiredError,
     UnexpectedResponseError,
     UnsupportedMediaTypeError,
@@ -695,6 +675,7 @@ __all__ = [
     "ApiConnectionError",
     "ApiError",
     "ApiTimeoutError",
+    "ApiTransportError",
     "AuthenticationError",
     "BadGatewayError",
     "BadRequestError",
@@ -710,6 +691,7 @@ __all__ = [
     "RequestValidationError",
     "ServerError",
     "ServiceUnavailableError",
+    "SessionApiError",
     "SessionClient",
     "SessionExpiredError",
     "SessionGrant",

@@ -8,7 +8,6 @@ Errors: a :class:`~fishtalk.errors.FishtalkError` prints one line on stderr and 
 its ``exit_code``; a traceback only appears with ``--debug``.
 """
 
-import asyncio
 import json
 import os
 import sys
@@ -23,7 +22,7 @@ from fishtalk import __version__
 from fishtalk.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, FishtalkError
 
 if TYPE_CHECKING:
-    from fishtalk.api import LiveKitGrant, SessionClient
+    from fishtalk.api import LiveKitGrant
     from fishtalk.config import Settings
 
 app = typer.Typer(
@@ -75,7 +74,13 @@ def _root(
             dir_okay=False,
         ),
     ] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="Show tracebacks and debug logs (also after the command, or FISHTALK_DEBUG=1).",
+        ),
+    ] = False,
     version: Annotated[
         bool,
         typer.Option(
@@ -101,6 +106,8 @@ def load(overrides: dict[str, Any] | None = None) -> "Settings":
 
 def run_async(coro: Any) -> Any:
     """Run a command's coroutine to completion (one event loop per command)."""
+    import asyncio  # not at module level: --help and --version never need an event loop
+
     return asyncio.run(coro)
 
 
@@ -145,19 +152,9 @@ def session_create(
             "api.origin": origin,
         }
     )
-    from fishtalk.api import SessionRequest
+    from fishtalk.launch import session_client, session_request
 
-    agent_id = _require_agent(settings)
-    s = settings.session
-    request = SessionRequest(
-        agent_id=agent_id,
-        tool_events=s.tool_events,
-        language=s.language,
-        timezone=s.timezone,
-        dynamic_variables=dict(s.dynamic_variables) or None,
-        end_user_id=s.end_user_id,
-        metadata=s.metadata,
-    )
+    request = session_request(settings)
 
     async def create() -> "LiveKitGrant":
         async with session_client(settings) as client:
@@ -192,6 +189,7 @@ def session_end(
 ) -> None:
     """End a session by id."""
     settings = load({"api.url": api_url, "api.public": public, "api.origin": origin})
+    from fishtalk.launch import session_client
 
     async def end() -> None:
         async with session_client(settings) as client:
@@ -199,40 +197,6 @@ def session_end(
 
     run_async(end())
     typer.echo(f"ended session {session_id}")
-
-
-def _require_agent(settings: "Settings") -> str:
-    from fishtalk.config import ConfigError
-
-    if not settings.session.agent_id:
-        raise ConfigError(
-            "no agent: pass --agent ID, set FISHTALK_AGENT, or set session.agent_id in the config"
-        )
-    return settings.session.agent_id
-
-
-def session_client(settings: "Settings") -> "SessionClient":
-    """A :class:`fishtalk.api.SessionClient` for the settings (key or public mode).
-
-    Raises ConfigError when neither an API key nor public mode with an origin is set.
-    """
-    from fishtalk.api import SessionClient
-    from fishtalk.config import ConfigError
-
-    api = settings.api
-    if api.public:
-        if not api.origin:
-            raise ConfigError(
-                "public mode needs an origin: pass --origin URL or set api.origin "
-                "(one of the agent's allowed origins)"
-            )
-        return SessionClient(api.url, api_key=None, origin=api.origin, timeout=api.timeout)
-    if api.api_key is None:
-        raise ConfigError(
-            "no API key: set FISH_API_KEY (or api.api_key in the config), "
-            "or use --public --origin URL for a public agent"
-        )
-    return SessionClient(api.url, api_key=api.api_key, origin=api.origin, timeout=api.timeout)
 
 
 # --- config -------------------------------------------------------------------------------
@@ -478,8 +442,8 @@ def demo(
     def load_with_audio(overrides: dict[str, Any]) -> "Settings":
         return load({**overrides, **audio})
 
+    from fishtalk.launch import run_demo
     from fishtalk.native import exit_process
-    from fishtalk.tui.run import run_demo
 
     # Leave without finalization, as chat does: the SDK's native threads outlive the call.
     exit_process(run_demo(load_with_audio, scenario=scenario))
@@ -535,19 +499,17 @@ def chat(
             **_audio_overrides(input_device, output_device, no_audio),
         }
     )
-    _require_agent(settings)
+    from fishtalk.launch import require_agent, run_chat, session_client
+
+    require_agent(settings)
     run_async(session_client(settings).aclose())  # same key / public-origin checks as above
     from fishtalk.audio.preflight import check_named_devices
 
     check_named_devices(settings)  # a device that matches nothing: exit 2 before connecting
     from fishtalk.native import exit_process
-    from fishtalk.plain import run_plain
-    from fishtalk.tui.run import run_tui, wants_tui
 
     # Both front ends leave without finalization (see exit_process).
-    if wants_tui(settings.ui.plain):
-        exit_process(run_tui(settings))
-    exit_process(run_plain(settings, debug=_state.debug))
+    exit_process(run_chat(settings, debug=_state.debug))
 
 
 sim_app = typer.Typer(help="The offline stand-in for Fish: LiveKit server + simulated agent.")
@@ -607,13 +569,26 @@ def _fail(message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
+DEBUG_ENV = "FISHTALK_DEBUG"
+"""Set (to anything but empty or 0) for the same effect as ``--debug``."""
+
+
+def _take_debug(args: list[str]) -> tuple[list[str], bool]:
+    """``args`` without ``--debug`` (accepted before or after the command, up to ``--``)."""
+    end = args.index("--") if "--" in args else len(args)
+    kept = [a for a in args[:end] if a != "--debug"] + args[end:]
+    return kept, len(kept) != len(args)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI, mapping errors to one line and an exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
+    # --debug is global: `fishtalk --debug chat` and `fishtalk chat --debug` alike. It is
+    # taken out here so every command accepts it, and known even when parsing fails.
+    args, flagged = _take_debug(args)
+    _state.debug = flagged or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     if not args:
         args = ["--help"]  # bare `fishtalk`: the help, exit 0 (click's no_args_is_help exits 2)
-    # --debug must be known even when parsing fails before the callback ran.
-    _state.debug = "--debug" in args or os.environ.get("FISHTALK_DEBUG", "") not in ("", "0")
     command = typer.main.get_command(app)
     from fishtalk.native import quiet_livekit_handle_drops
 
@@ -629,8 +604,6 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if _state.debug:
             traceback.print_exc()
-        _fail(
-            f"unexpected error: {type(exc).__name__}: {exc} (run with --debug for details)",
-            EXIT_ERROR,
-        )
+        hint = "" if _state.debug else " (run with --debug for details)"
+        _fail(f"unexpected error: {type(exc).__name__}: {exc}{hint}", EXIT_ERROR)
     raise SystemExit(EXIT_OK)

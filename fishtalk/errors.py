@@ -9,34 +9,44 @@ class carries the exit code the CLI returns. Programming errors stay ordinary ex
     FishtalkError                         exit_code
     ├── ClientConfigError                 2  bad base URL, origin or API key shape
     ├── ConfigError (fishtalk.config)     2  bad config file / flags
-    ├── ApiError (status, reason)            the session API answered with an error
-    │   ├── BadRequestError               6  400 (override not allowed, malformed JSON)
-    │   ├── AuthenticationError           3  401 (missing, invalid or expired API key)
-    │   ├── PaymentRequiredError          3  402 (out of API credit)
-    │   ├── ForbiddenError                3  403, any other cause
-    │   │   ├── OriginForbiddenError      3  403, Origin missing or not allowed
-    │   │   ├── AgentNotPublicError       3  403, keyless request to a private agent
-    │   │   └── AgentUnavailableError     3  403, agent unavailable / platform not enabled
-    │   ├── NotFoundError                 4  404
-    │   ├── ConflictError                 4  409 (agent has no published version)
-    │   ├── UnsupportedMediaTypeError     6  415
-    │   ├── RequestValidationError        6  422 (``field_errors`` lists each problem)
-    │   ├── RateLimitedError              5  429 (public creation rate limit)
-    │   ├── ServerError                   5  5xx
-    │   │   ├── BadGatewayError           5  502 (retried)
-    │   │   └── ServiceUnavailableError   5  503 (retried)
-    │   └── UnexpectedResponseError       5  a status or body the contract does not describe
+    ├── SessionApiError                      the session API failed (catch this for any of it)
+    │   ├── ApiError (status, reason)        the API answered with an error status
+    │   │   ├── BadRequestError           6  400 (override not allowed, malformed JSON)
+    │   │   ├── AuthenticationError       3  401 (missing, invalid or expired API key)
+    │   │   ├── PaymentRequiredError      3  402 (out of API credit)
+    │   │   ├── ForbiddenError            3  403, any other cause
+    │   │   │   ├── OriginForbiddenError  3  403, Origin missing or not allowed
+    │   │   │   ├── AgentNotPublicError   3  403, keyless request to a private agent
+    │   │   │   └── AgentUnavailableError 3  403, agent unavailable / platform not enabled
+    │   │   ├── NotFoundError             4  404
+    │   │   ├── ConflictError             4  409 (agent has no published version)
+    │   │   ├── UnsupportedMediaTypeError 6  415
+    │   │   ├── RequestValidationError    6  422 (``field_errors`` lists each problem)
+    │   │   ├── RateLimitedError          5  429 (public creation rate limit)
+    │   │   ├── ServerError               5  5xx
+    │   │   │   ├── BadGatewayError       5  502 (retried)
+    │   │   │   └── ServiceUnavailableError 5  503 (retried)
+    │   │   └── UnexpectedResponseError   5  a status or body the contract does not describe
+    │   └── ApiTransportError                no answer from the API at all
+    │       ├── ApiTimeoutError           5  no answer within the timeout
+    │       └── ApiConnectionError        5  refused, DNS, TLS or other network failure
     ├── UnsupportedTransportError         6  grant names a transport we cannot speak
-    ├── SessionExpiredError               6  grant's join deadline already passed
-    ├── ApiTimeoutError                   5  no answer within the timeout
-    └── ApiConnectionError                5  refused, DNS, TLS or other network failure
+    └── SessionExpiredError               6  grant's join deadline already passed
 
 The CLI catches :class:`FishtalkError` at its edge, prints ``str(exc)`` on one line and
 exits with ``exc.exit_code``.
+
+Exit codes are picked only at the CLI edge (``cli.py`` and ``launch.py``), from one table:
+:func:`exit_code_for` maps how a session ended (its end reason, and the error class that
+ended it, if any) to the process exit code. The error column of that table is the
+``exit_code`` each class above carries; the end-reason column is
+:data:`EXIT_BY_END_REASON`. The README's exit-code table is the reference (a test checks
+both against it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
@@ -87,7 +97,15 @@ class FieldError:
         return f"{self.location}: {self.message}" if self.location else self.message
 
 
-class ApiError(FishtalkError):
+class SessionApiError(FishtalkError):
+    """The session API failed: it answered with an error status (:class:`ApiError`) or not
+    at all (:class:`ApiTransportError`). Catch this for "creating or ending a session did
+    not work", whatever the cause."""
+
+    exit_code: ClassVar[int] = EXIT_UNAVAILABLE
+
+
+class ApiError(SessionApiError):
     """The session API answered with an error status.
 
     ``status`` is the HTTP status; ``reason`` the machine-readable ``reason`` (or ``code``)
@@ -237,20 +255,64 @@ class SessionExpiredError(FishtalkError):
     exit_code: ClassVar[int] = EXIT_REJECTED
 
 
-class ApiTimeoutError(FishtalkError):
+class ApiTransportError(SessionApiError):
+    """No answer from the session API: it timed out or could not be reached."""
+
+    exit_code: ClassVar[int] = EXIT_UNAVAILABLE
+
+
+class ApiTimeoutError(ApiTransportError):
     """The session API did not answer within the configured timeout."""
 
     exit_code: ClassVar[int] = EXIT_UNAVAILABLE
 
 
-class ApiConnectionError(FishtalkError):
+class ApiConnectionError(ApiTransportError):
     """The session API could not be reached (refused, DNS, TLS, network down)."""
 
     exit_code: ClassVar[int] = EXIT_UNAVAILABLE
 
 
+END_UNSUPPORTED_TRANSPORT: Final = "unsupported_transport"
+"""The end reason of a session whose grant named a transport fishtalk cannot speak."""
+
+EXIT_BY_END_REASON: Final[Mapping[str, int]] = {
+    "user_hangup": EXIT_OK,
+    "agent_hangup": EXIT_OK,
+    "conversation_timeout": EXIT_OK,
+    "escalated": EXIT_OK,
+    "connection_lost": EXIT_CONNECTION,
+    "connection_failed": EXIT_CONNECTION,
+    "session_expired": EXIT_REJECTED,
+    END_UNSUPPORTED_TRANSPORT: EXIT_REJECTED,
+    "agent_not_public": EXIT_AUTH,
+    "origin_forbidden": EXIT_AUTH,
+    "session_request_failed": EXIT_UNAVAILABLE,
+}
+"""Exit code per end reason. A reason not listed is one the agent announced on purpose (an
+open set): a deliberate ending, so it exits 0 like the known ones."""
+
+
+def exit_code_for(
+    reason: str | None, error: FishtalkError | type[BaseException] | BaseException | None = None
+) -> int:
+    """The process exit code for a session that ended with ``reason`` (and ``error``).
+
+    An error decides when there is one (a :class:`FishtalkError` by its class's
+    ``exit_code``, anything else is unexpected: 1); otherwise the end reason does.
+    """
+    if error is not None:
+        cls = error if isinstance(error, type) else type(error)
+        return cls.exit_code if issubclass(cls, FishtalkError) else EXIT_ERROR
+    if reason is None:
+        return EXIT_ERROR
+    return EXIT_BY_END_REASON.get(reason, EXIT_OK)
+
+
 __all__ = [
+    "END_UNSUPPORTED_TRANSPORT",
     "EXIT_AUTH",
+    "EXIT_BY_END_REASON",
     "EXIT_CONNECTION",
     "EXIT_ERROR",
     "EXIT_INTERRUPTED",
@@ -264,6 +326,7 @@ __all__ = [
     "ApiConnectionError",
     "ApiError",
     "ApiTimeoutError",
+    "ApiTransportError",
     "AuthenticationError",
     "BadGatewayError",
     "BadRequestError",
@@ -279,8 +342,10 @@ __all__ = [
     "RequestValidationError",
     "ServerError",
     "ServiceUnavailableError",
+    "SessionApiError",
     "SessionExpiredError",
     "UnexpectedResponseError",
     "UnsupportedMediaTypeError",
     "UnsupportedTransportError",
+    "exit_code_for",
 ]

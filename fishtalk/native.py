@@ -1,8 +1,10 @@
 """Living with native libraries: their stderr chatter, GC-time asserts and shutdown.
 
-Three workarounds, each installed by the CLI: :func:`stderr_to_log` (C libraries' writes to
-fd 2 kept off the TUI), :func:`quiet_livekit_handle_drops` (one known livekit assertion
-kept off the terminal) and :func:`exit_process` (leave without interpreter finalization).
+Four workarounds: :func:`stderr_to_log` (C libraries' writes to fd 2 kept off the TUI),
+:func:`quiet_livekit_handle_drops` (one known livekit assertion kept off the terminal),
+:func:`exit_process` (leave without interpreter finalization), each installed by the CLI,
+and :func:`note_wedged_audio_stream` (no PortAudio teardown at exit once a stream hung),
+called by the audio backend.
 
 On fd 2: PortAudio, ALSA and the WebRTC stack write diagnostics straight to file descriptor 2 (a
 device that vanished, a failed reconnect to a sound server). While the TUI owns the
@@ -13,6 +15,7 @@ one-line summary and error messages printed after the app exits reach the real s
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -90,7 +93,15 @@ def stderr_to_log(name: str = "tui") -> Iterator[Path | None]:
         os.close(saved_fd)
 
 
-__all__ = ["MAX_LOG_BYTES", "STDERR_FD", "native_log_path", "stderr_to_log"]
+__all__ = [
+    "MAX_LOG_BYTES",
+    "STDERR_FD",
+    "exit_process",
+    "native_log_path",
+    "note_wedged_audio_stream",
+    "quiet_livekit_handle_drops",
+    "stderr_to_log",
+]
 
 
 def _is_livekit_handle_drop(unraisable: sys.UnraisableHookArgs) -> bool:
@@ -126,13 +137,43 @@ def quiet_livekit_handle_drops() -> None:
     sys.unraisablehook = hook
 
 
+_wedged_audio_streams = 0
+"""Audio streams whose close never returned (PortAudio's ALSA thread can spin after a sound
+server crash). While any exist, PortAudio must not be terminated at exit: that would hang
+too."""
+
+
+def _skip_portaudio_terminate_at_exit() -> None:
+    sd = sys.modules.get("sounddevice")
+    handler = getattr(sd, "_exit_handler", None)
+    if _wedged_audio_streams and handler is not None:
+        atexit.unregister(handler)
+
+
+def note_wedged_audio_stream() -> None:
+    """An audio stream was abandoned because its close hung: keep PortAudio alive at exit.
+
+    sounddevice registers ``Pa_Terminate`` as an atexit handler when it is imported; with a
+    wedged stream that call blocks forever, so the process would never exit. The first
+    wedged stream registers a handler that unregisters sounddevice's (atexit runs handlers
+    last-registered first, so ours runs before it).
+    """
+    global _wedged_audio_streams
+    if not _wedged_audio_streams:
+        atexit.register(_skip_portaudio_terminate_at_exit)
+    _wedged_audio_streams += 1
+
+
 def exit_process(code: int) -> NoReturn:
     """Flush and leave the process now, skipping interpreter finalization.
 
-    The session is over and disconnected by now, but the livekit SDK's native threads can
-    still call back into Python while the interpreter is being finalized; under load that
-    aborts the process (a Rust panic, exit -6) after a perfectly good session. Nothing is
-    left to clean up at this point, so the CLI leaves without finalizing.
+    Tied to livekit==1.2.1 (the SDK release pinned in pyproject.toml): the session is over
+    and disconnected by now, but that release's native (Rust) threads can still call back
+    into Python through its FFI callbacks while the interpreter is being finalized; under
+    load that aborts the process (a Rust panic, exit -6) after a perfectly good session.
+    Nothing is left to clean up at this point, so the CLI leaves without finalizing. Check
+    again when upgrading livekit: once the SDK joins its threads before finalization, this
+    can become a plain ``sys.exit``.
     """
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

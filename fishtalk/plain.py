@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TextIO
 
 from fishtalk import conversation as conv
-from fishtalk.errors import EXIT_INTERRUPTED
+from fishtalk.errors import EXIT_OK, exit_code_for
 from fishtalk.text import strip
 
 if TYPE_CHECKING:
-    from fishtalk.config import Settings
+    from fishtalk.host import HostLink
     from fishtalk.session import EndResult, Session
     from fishtalk.tools import ApprovalRequest
 
@@ -481,46 +481,52 @@ def _agent_spoke_since(state: conv.State, at: float) -> bool:
     return False
 
 
+class _PlainHost:
+    """Line mode as a :class:`~fishtalk.host.Host`: approval asks at the prompt; the
+    built-ins keep their own terminal paths (OSC 52, the bell), so these two stay unused."""
+
+    def __init__(self, chat: PlainChat) -> None:
+        self._chat = chat
+
+    def notify(self, title: str, message: str) -> None:
+        del title, message
+
+    def copy(self, text: str) -> None:
+        raise RuntimeError("no clipboard in line mode")
+
+    async def approve(self, request: ApprovalRequest) -> bool:
+        return await self._chat.approve(request)
+
+
 def run_plain(
-    settings: Settings,
+    session: Session,
     *,
+    link: HostLink | None = None,
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     debug: bool = False,
-) -> int:
-    """Run ``fishtalk chat`` in plain mode; returns the process exit code.
+) -> EndResult | None:
+    """Run ``session`` in plain mode; returns how it ended (None: interrupted by Ctrl-C).
 
+    ``link`` (the tools' view of the front end) is bound to this chat once it exists.
     Logs (the SDK's included) go to stderr only with ``debug``; otherwise the terminal shows
     nothing but the conversation and one line saying how it ended.
     """
-    from fishtalk.session import Session
-    from fishtalk.tools.approval import choose_approver
-    from fishtalk.tools.build import build_runner
-
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     _configure_logging(stderr, debug)
     interactive = stdin.isatty() and stdout.isatty()
-    holder: list[PlainChat] = []
-
-    async def approver(request: ApprovalRequest) -> bool:
-        return await holder[0].approve(request) if holder else False
-
-    # The one approval policy: only a person at a terminal answers y/n; through pipes
-    # "ask" tools are declined.
-    tools = build_runner(
-        settings, approver=choose_approver(approver, answers_from=stdin, question_to=stdout)
-    )
-
     interrupted = False
+    chats: list[PlainChat] = []
 
     async def main() -> EndResult:
         nonlocal interrupted
-        session = Session(settings, tools=tools)
         chat = PlainChat(session, stdin=stdin, stdout=stdout, stream_agent=stdout.isatty())
-        holder.append(chat)
+        chats.append(chat)
+        if link is not None:
+            link.bind(_PlainHost(chat))
         loop = asyncio.get_running_loop()
 
         def on_sigint() -> None:
@@ -538,25 +544,25 @@ def run_plain(
         return await chat.run()
 
     try:
-        result = asyncio.run(main())
+        result: EndResult | None = asyncio.run(main())
     except KeyboardInterrupt:
         interrupted, result = True, None
     if interrupted:
         stdout.flush()
         stderr.write("fishtalk: interrupted; hung up\n")
-        return EXIT_INTERRUPTED
+        return None
     assert result is not None
-    if holder and holder[0].output_closed:
+    if chats and chats[0].output_closed:
         # The reader went away (``| head``): the call was hung up; nothing more to print.
-        return result.exit_code
-    if result.exit_code == 0:
+        return result
+    if exit_code_for(result.reason, result.error) == EXIT_OK:
         stdout.write(f"* {clean(result.message)}\n")
         stdout.flush()
     else:
         stdout.flush()
         stderr.write(f"fishtalk: {clean(result.message)}\n")
         stderr.flush()
-    return result.exit_code
+    return result
 
 
 def _configure_logging(stderr: TextIO, debug: bool) -> None:

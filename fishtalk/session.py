@@ -1,16 +1,30 @@
 """The LiveKit session task: the one place outside ``audio/`` and ``sim/`` touching livekit.
 
-A :class:`Session` creates a session grant through :mod:`fishtalk.api`, joins the LiveKit
-room with every handler registered before connecting, and turns SDK callbacks into
-:mod:`fishtalk.conversation` inputs. The reducer decides; the session executes its effects
-(publish client events in order, run client tools, start/cancel timers, tear down) and hands
-every new :class:`~fishtalk.conversation.State` to its listeners. Front ends (the TUI, the
-plain mode) only call the sync commands and read state: they never see the room.
+A :class:`Session` takes the parts of one conversation (never the application's
+settings: :mod:`fishtalk.launch` turns settings and flags into these parts): a grant source
+(an API client plus a session request, or a ready grant), an audio backend (or a factory
+for one), a client-tool runner, spoken or text-only replies, and its timeouts. It obtains
+the grant, joins the LiveKit room with every handler registered before connecting, and
+turns SDK callbacks into :mod:`fishtalk.conversation` inputs. The reducer decides; the
+session executes its effects (publish client events in order, run client tools,
+start/cancel timers, tear down) and hands every new :class:`~fishtalk.conversation.State`
+to its listeners. Front ends (the TUI, the plain mode) only call the sync commands and
+read state: they never see the room.
 
 Lifecycle (the Fish web SDK's, see spec/contract-notes.md): connecting -> connected <->
-reconnecting -> ended. The connect itself is bounded (:data:`CONNECT_TIMEOUT`): a host where
-WebRTC cannot connect ends with ``connection_failed`` and one sentence saying why, never a
-hang. Everything the session starts is a task it owns and cancels at teardown.
+reconnecting -> ended. The connect itself is bounded (:attr:`Timeouts.connect`): a host
+where WebRTC cannot connect ends with ``connection_failed`` and one sentence saying why,
+never a hang. Everything the session starts is a task it owns and cancels at teardown.
+
+A server that goes away mid-call is the SDK's to notice: it reports ``reconnecting``, tries
+to resume and then to rejoin (livekit 1.2.1: ten attempts a few seconds apart, about 25 s
+in all), and reports ``disconnected`` when it gives up. The session bounds that wait by its
+own reconnect budget (:attr:`Timeouts.reconnect`, 20 s): a link still down by then ends
+the call with ``connection_lost``. Nothing at teardown waits on a link that is down.
+
+The session never picks an exit code: :class:`EndResult` says why the call ended (the end
+reason and, when one caused it, the error); the CLI edge maps that to a code
+(:func:`fishtalk.errors.exit_code_for`).
 """
 
 from __future__ import annotations
@@ -22,13 +36,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
 from urllib.parse import urlsplit
-
-from livekit import rtc
 
 from fishtalk import conversation as conv
 from fishtalk import errors
+from fishtalk.aio import TaskSet
 from fishtalk.audio.base import CHANNELS, SAMPLE_RATE, AudioBackend, AudioLevels, NullAudio
 from fishtalk.protocol import (
     ATTR_AGENT_STATE,
@@ -43,11 +56,13 @@ from fishtalk.protocol import (
     encode_client_event,
     is_final,
 )
+from fishtalk.tools.registry import ToolRegistry
+from fishtalk.tools.runner import ToolRunner
 
 if TYPE_CHECKING:
-    from fishtalk.api import LiveKitGrant
-    from fishtalk.config import Settings
-    from fishtalk.tools import ToolRunner
+    from livekit import rtc
+
+    from fishtalk.api import LiveKitGrant, SessionClient, SessionRequest
 
 _log = logging.getLogger(__name__)
 
@@ -64,41 +79,101 @@ PREVIEW_BYTES: Final = 200
 FRAME_MS: Final = 10
 INTERRUPT_HOLD: Final = 0.4
 """Seconds after an interrupt during which agent audio still in flight is dropped."""
+RECONNECT_BUDGET: Final = 20.0
+"""Seconds a dropped link gets to come back (the SDK alone would try for about 25 s)."""
+RECONNECT_GAVE_UP: Final = "RECONNECT_BUDGET_SPENT"
+"""The disconnect reason the session reports when its reconnect budget ran out."""
 LINK_WAIT: Final = 30.0
 """How long a client event waits for the transport to come back before being reported."""
 LEAVE_SETTLE: Final = 0.3
 """Seconds to wait before believing a participant left (it may be a reconnect starting)."""
 
-# Exit codes per end reason (documented in `fishtalk chat --help`). Unknown reasons the
-# agent announces are deliberate endings, so they exit 0 like the known ones.
-_EXIT_BY_REASON: Final[dict[str, int]] = {
-    conv.END_USER_HANGUP: errors.EXIT_OK,
-    conv.END_AGENT_HANGUP: errors.EXIT_OK,
-    conv.END_CONVERSATION_TIMEOUT: errors.EXIT_OK,
-    conv.END_ESCALATED: errors.EXIT_OK,
-    conv.END_CONNECTION_LOST: errors.EXIT_CONNECTION,
-    conv.END_CONNECTION_FAILED: errors.EXIT_CONNECTION,
-    conv.END_SESSION_EXPIRED: errors.EXIT_REJECTED,
-    "unsupported_transport": errors.EXIT_REJECTED,
-}
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """The fixed waits of a session (the web SDK's values by default); tests inject short ones."""
+
+    connect: float = CONNECT_TIMEOUT
+    """Seconds for the whole room connect (signalling + WebRTC) before ``connection_failed``."""
+    agent_join: float = conv.AGENT_JOIN_TIMEOUT
+    """Seconds after connecting for the agent to publish its first state."""
+    ended_grace: float = conv.SESSION_ENDED_GRACE
+    """Seconds after ``session.ended`` before the session tears down on its own."""
+    signal_attempt: float = SIGNAL_ATTEMPT_TIMEOUT
+    """Seconds per signalling attempt inside the SDK's own retry loop."""
+    reconnect: float = RECONNECT_BUDGET
+    """Seconds a call may stay ``reconnecting`` before it ends with ``connection_lost``."""
 
 
-def exit_code_for(reason: str | None) -> int:
-    """The process exit code for a session that ended with ``reason``."""
-    if reason is None:
-        return errors.EXIT_ERROR
-    return _EXIT_BY_REASON.get(reason, errors.EXIT_OK)
+DEFAULT_TIMEOUTS: Final = Timeouts()
 
 
 @dataclass(frozen=True, slots=True)
 class EndResult:
-    """How a session ended: the reason, the exit code, and one sentence for the user."""
+    """How a session ended: the reason, one sentence for the user, and the error (if any).
+
+    No exit code: the CLI edge derives one (:func:`fishtalk.errors.exit_code_for`).
+    """
 
     reason: str
-    exit_code: int
     message: str
     error: errors.FishtalkError | None = None
-    """The API error that prevented the session, if that is why it ended."""
+    """The error that prevented the session (API, config, grant), if that is why it ended."""
+
+
+@runtime_checkable
+class GrantSource(Protocol):
+    """Where a session's grant comes from; ``obtain`` raises a FishtalkError on failure."""
+
+    async def obtain(self) -> LiveKitGrant:
+        """The grant to join with."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CreateSession:
+    """A grant source that creates a session through the API: a client plus a request.
+
+    ``client`` may be a factory, so the HTTP client is made on the loop that uses it. The
+    client is closed once the grant is obtained.
+    """
+
+    client: SessionClient | Callable[[], SessionClient]
+    request: SessionRequest
+
+    async def obtain(self) -> LiveKitGrant:
+        """Create the session; raises the API's errors."""
+        client = self.client if not callable(self.client) else self.client()
+        async with client:
+            return await client.create_session(self.request)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyGrant:
+    """A grant source for a grant obtained elsewhere (``fishtalk demo``, tests)."""
+
+    grant: LiveKitGrant
+
+    async def obtain(self) -> LiveKitGrant:
+        """The grant as given."""
+        return self.grant
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A grant source that fails with ``error`` (a request that could not be built)."""
+
+    error: errors.FishtalkError
+
+    async def obtain(self) -> LiveKitGrant:
+        """Raise the error."""
+        raise self.error
+
+
+NoticeFn: TypeAlias = Callable[[str], None]
+AudioFactory: TypeAlias = Callable[[NoticeFn], AudioBackend]
+"""Builds the audio backend when the session starts; gets the session's notice callback
+(for "text-only: no devices" and the like)."""
 
 
 StateListener = Callable[[conv.State], None]
@@ -109,7 +184,7 @@ def _error_code(exc: errors.FishtalkError) -> str:
     if isinstance(exc, errors.SessionExpiredError):
         return conv.END_SESSION_EXPIRED
     if isinstance(exc, errors.UnsupportedTransportError):
-        return "unsupported_transport"
+        return errors.END_UNSUPPORTED_TRANSPORT
     if isinstance(exc, errors.AgentNotPublicError):
         return "agent_not_public"
     if isinstance(exc, errors.OriginForbiddenError):
@@ -118,6 +193,8 @@ def _error_code(exc: errors.FishtalkError) -> str:
 
 
 def _is_agent(participant: rtc.RemoteParticipant) -> bool:
+    from livekit import rtc
+
     return (
         participant.kind == rtc.ParticipantKind.PARTICIPANT_KIND_AGENT
         or ATTR_AGENT_STATE in participant.attributes
@@ -125,6 +202,8 @@ def _is_agent(participant: rtc.RemoteParticipant) -> bool:
 
 
 def _disconnect_reason_name(reason: int) -> str | None:
+    from livekit import rtc
+
     try:
         return rtc.DisconnectReason.Name(reason)  # type: ignore[arg-type]  # a plain int
     except ValueError:
@@ -134,11 +213,13 @@ def _disconnect_reason_name(reason: int) -> str | None:
 class Session:
     """One conversation with a Fish agent over LiveKit.
 
-    ``audio``: the audio backend (default: chosen from ``settings.audio``; text-only settings
-    get :class:`~fishtalk.audio.base.NullAudio`). The session starts and closes it.
+    ``grant``: where the grant comes from (:class:`CreateSession`, :class:`ReadyGrant`, or a
+    grant itself). ``audio``: the audio backend, or a factory called at start with the
+    session's notice callback (default: no audio). The session starts and closes it.
     ``tools``: the client-tool runner (default: one with no tools, so every call is answered
-    with an "unknown tool" error result, as the web SDK does). ``grant``: join this grant
-    instead of creating one (tests, ``fishtalk demo``). ``clock``: monotonic seconds.
+    with an "unknown tool" error result, as the web SDK does). ``spoken``: whether typed
+    turns get spoken replies (False: text-only). ``timeouts``: see :class:`Timeouts`.
+    ``clock``: monotonic seconds.
 
     Commands are sync, return at once and never raise, also before ``run()`` or after the
     end. ``run()`` may be awaited once.
@@ -146,39 +227,48 @@ class Session:
 
     def __init__(
         self,
-        settings: Settings,
+        grant: GrantSource | LiveKitGrant,
         *,
-        audio: AudioBackend | None = None,
+        audio: AudioBackend | AudioFactory | None = None,
         tools: ToolRunner | None = None,
-        grant: LiveKitGrant | None = None,
+        spoken: bool = True,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._settings = settings
-        self._audio = audio
-        self._tools = tools
-        self._grant = grant
+        self._grant_source: GrantSource = (
+            grant if isinstance(grant, GrantSource) else ReadyGrant(grant)
+        )
+        self._audio: AudioBackend | None = None
+        self._audio_factory: AudioFactory | None = None
+        if isinstance(audio, AudioBackend):
+            self._audio = audio
+        elif audio is not None:
+            self._audio_factory = audio
+        self._tools = tools if tools is not None else ToolRunner(_empty_registry())
+        self.timeouts = timeouts
         self._clock = clock
-        self._state = conv.initial_state(spoken=not settings.session.text_only)
+        self._state = conv.initial_state(spoken=spoken)
         self._listeners: list[StateListener] = []
         self._pending: deque[conv.Input] = deque()
         self._reducing = False
         self._started = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ended: asyncio.Event | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = TaskSet("fishtalk-session", on_error=_task_failed)
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._deferred: set[asyncio.TimerHandle] = set()
         self._outbox: asyncio.Queue[conv.ClientEventOut] | None = None
         self._room: rtc.Room | None = None
-        self._connected_once = False
         self._reconnecting = False
         self._link_up: asyncio.Event | None = None
+        self._reconnect_deadline: asyncio.TimerHandle | None = None
         self._hold_audio_until = 0.0
-        self._held_frames = 0
         self._audio_streams: dict[str, tuple[rtc.AudioStream, asyncio.Task[None]]] = {}
         self._mic_source: rtc.AudioSource | None = None
         self._mic_track: rtc.LocalAudioTrack | None = None
         self._api_error: errors.FishtalkError | None = None
+        self._refusal: errors.FishtalkError | None = None
+        """An error that ended the session but whose wording is the end reason's own."""
         self._sent_events = 0
 
     # --- what front ends use -----------------------------------------------------------
@@ -192,11 +282,6 @@ class Session:
     def audio(self) -> AudioBackend | None:
         """The audio backend in use (None until ``run()`` picked one)."""
         return self._audio
-
-    @property
-    def held_frames(self) -> int:
-        """Agent audio frames dropped right after interrupts (see :data:`INTERRUPT_HOLD`)."""
-        return self._held_frames
 
     @property
     def room(self) -> rtc.Room | None:
@@ -241,6 +326,11 @@ class Session:
         """End the session: ``user.hangup``, then disconnect. Safe to call twice."""
         self._feed(conv.Hangup(at=self._clock()))
 
+    def notice(self, text: str) -> None:
+        """Show ``text`` as a notice in the conversation (e.g. what a launcher does before
+        the connect)."""
+        self._feed(conv.AddNotice(text=text, at=self._clock()))
+
     def audio_levels(self) -> AudioLevels:
         """Current microphone and agent levels (zeros without audio)."""
         return self._audio.levels() if self._audio is not None else AudioLevels()
@@ -252,15 +342,13 @@ class Session:
             return None
         reason = state.end_reason
         if self._api_error is not None:
-            return EndResult(
-                reason, self._api_error.exit_code, str(self._api_error), self._api_error
-            )
+            return EndResult(reason, str(self._api_error), self._api_error)
         message = conv.describe_end_reason(reason)
         if reason in (conv.END_CONNECTION_FAILED, conv.END_SESSION_EXPIRED):
             details = [e.detail for e in state.errors if e.code == reason and e.detail]
             if details:
                 message = details[-1]
-        return EndResult(reason, exit_code_for(reason), message)
+        return EndResult(reason, message, self._refusal)
 
     # --- running -----------------------------------------------------------------------
 
@@ -310,6 +398,10 @@ class Session:
             raise exc
 
     async def _start(self) -> None:
+        # livekit (and numpy under it) is imported when a call starts, not with this
+        # module: a front end draws its first frame without waiting for it.
+        from livekit import rtc
+
         grant = await self._obtain_grant()
         if grant is None:
             return  # refused before any device was touched
@@ -321,7 +413,6 @@ class Session:
         self._wire(room)
         if not await self._connect(room, grant):
             return
-        self._connected_once = True
         assert self._link_up is not None
         self._link_up.set()
         self._feed(conv.Connected(local_identity=room.local_participant.identity, at=self._clock()))
@@ -345,54 +436,19 @@ class Session:
         return audio
 
     def _default_audio(self) -> AudioBackend:
-        settings = self._settings
-        if settings.session.text_only or not settings.audio.enabled:
+        if self._audio_factory is None:
             return NullAudio("text-only")
-        from fishtalk.audio import open_backend
-
-        # Falling back to text-only (no devices, no PortAudio) is reported as a notice.
-        backend = open_backend(settings.audio, notice=self._audio_notice)
-        if isinstance(backend, NullAudio):
-            self._audio_notice(backend.description)
-        return backend
+        return self._audio_factory(self._audio_notice)
 
     def _audio_notice(self, text: str) -> None:
         self._call_soon(lambda: self._feed(conv.AddNotice(text=text, at=self._clock())))
 
     async def _obtain_grant(self) -> LiveKitGrant | None:
-        from fishtalk.api import SessionClient, SessionRequest
-
-        if self._grant is None:
-            api = self._settings.api
-            session = self._settings.session
-            if not session.agent_id:
-                from fishtalk.config import ConfigError
-
-                self._fail_before_connect(
-                    ConfigError("no agent id given; pass --agent ID or set session.agent_id")
-                )
-                return None
-            request = SessionRequest(
-                agent_id=session.agent_id,
-                tool_events=session.tool_events,
-                language=session.language,
-                timezone=session.timezone,
-                dynamic_variables=dict(session.dynamic_variables) or None,
-                end_user_id=session.end_user_id,
-                metadata=session.metadata,
-            )
-            try:
-                async with SessionClient(
-                    api.url,
-                    api_key=None if api.public else api.api_key,
-                    origin=api.origin,
-                    timeout=api.timeout,
-                ) as client:
-                    self._grant = await client.create_session(request)
-            except errors.FishtalkError as exc:
-                self._fail_before_connect(exc)
-                return None
-        grant = self._grant
+        try:
+            grant = await self._grant_source.obtain()
+        except errors.FishtalkError as exc:
+            self._fail_before_connect(exc)
+            return None
         if grant.is_expired():
             self._feed(
                 conv.ConnectFailed(
@@ -406,23 +462,30 @@ class Session:
         return grant
 
     def _fail_before_connect(self, exc: errors.FishtalkError) -> None:
+        if self._state.ended:
+            return  # hung up before the grant came: the hang-up is how it ended
         code = _error_code(exc)
-        if code not in (conv.END_SESSION_EXPIRED, "unsupported_transport"):
+        if code not in (conv.END_SESSION_EXPIRED, errors.END_UNSUPPORTED_TRANSPORT):
             self._api_error = exc
+        else:
+            self._refusal = exc
         self._feed(conv.ConnectFailed(at=self._clock(), code=code, detail=str(exc)))
 
     async def _connect(self, room: rtc.Room, grant: LiveKitGrant) -> bool:
+        from livekit import rtc
+
         url = grant.livekit_url
         host = urlsplit(url).netloc or url
-        options = rtc.RoomOptions(auto_subscribe=True, connect_timeout=SIGNAL_ATTEMPT_TIMEOUT)
+        timeouts = self.timeouts
+        options = rtc.RoomOptions(auto_subscribe=True, connect_timeout=timeouts.signal_attempt)
         detail: str | None = None
         try:
-            async with asyncio.timeout(CONNECT_TIMEOUT):
+            async with asyncio.timeout(timeouts.connect):
                 await room.connect(url, grant.token.get_secret_value(), options)
         except TimeoutError:
             detail = (
                 f"Could not establish a WebRTC connection to {host} within "
-                f"{CONNECT_TIMEOUT:g} s (no usable network path; WebRTC ignores loopback-only "
+                f"{timeouts.connect:g} s (no usable network path; WebRTC ignores loopback-only "
                 "hosts)."
             )
         except rtc.ConnectError as exc:
@@ -468,6 +531,8 @@ class Session:
         self._spawn(self._read_transcript(reader, identity), "transcript")
 
     async def _read_transcript(self, reader: rtc.TextStreamReader, identity: str) -> None:
+        from livekit import rtc
+
         info = reader.info
         attributes = dict(info.attributes or {})
         stream_id = info.stream_id
@@ -544,10 +609,28 @@ class Session:
         self._reconnecting = True
         if self._link_up is not None:
             self._link_up.clear()
+        if self._loop is not None and self._reconnect_deadline is None:
+            self._reconnect_deadline = self._loop.call_later(
+                self.timeouts.reconnect, self._reconnect_expired
+            )
         self._feed(conv.Reconnecting(at=self._clock()))
+
+    def _stop_reconnect_deadline(self) -> None:
+        if self._reconnect_deadline is not None:
+            self._reconnect_deadline.cancel()
+            self._reconnect_deadline = None
+
+    def _reconnect_expired(self) -> None:
+        self._reconnect_deadline = None
+        if not self._reconnecting or self._state.ended:
+            return
+        _log.info("the link did not come back within %g s", self.timeouts.reconnect)
+        self._reconnecting = False
+        self._feed(conv.Disconnected(at=self._clock(), reason=RECONNECT_GAVE_UP))
 
     def _on_reconnected(self) -> None:
         self._reconnecting = False
+        self._stop_reconnect_deadline()
         if self._link_up is not None:
             self._link_up.set()
         room = self._room
@@ -567,6 +650,7 @@ class Session:
 
     def _on_disconnected(self, reason: int) -> None:
         self._reconnecting = False
+        self._stop_reconnect_deadline()
         name = _disconnect_reason_name(reason)
         _log.info("room disconnected (%s)", name)
         self._feed(conv.Disconnected(at=self._clock(), reason=name))
@@ -577,6 +661,8 @@ class Session:
         publication: rtc.RemoteTrackPublication,
         participant: rtc.RemoteParticipant,
     ) -> None:
+        from livekit import rtc
+
         if track.kind != rtc.TrackKind.KIND_AUDIO or self._state.ended:
             return
         audio = self._audio
@@ -605,13 +691,14 @@ class Session:
         try:
             async for event in stream:
                 if self._hold_audio_until and self._clock() < self._hold_audio_until:
-                    self._held_frames += 1
                     continue
                 audio.play(event.frame)
         finally:
             await stream.aclose()
 
     async def _publish_microphone(self, room: rtc.Room, audio: AudioBackend) -> None:
+        from livekit import rtc
+
         source = rtc.AudioSource(SAMPLE_RATE, CHANNELS, queue_size_ms=100)
         track = rtc.LocalAudioTrack.create_audio_track("microphone", source)
         options = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
@@ -698,7 +785,14 @@ class Session:
             self._timers.pop(name, None)
             self._feed(conv.TimerFired(name=name, at=max(self._clock(), deadline)))
 
-        self._timers[name] = loop.call_later(max(0.0, deadline - self._clock()), fire)
+        # The reducer sets its deadlines with the web SDK's fixed waits; an injected
+        # timeout moves when the timer fires (it fires "at" the reducer's deadline).
+        delay = deadline - self._clock()
+        if name == conv.TIMER_AGENT_JOIN:
+            delay -= conv.AGENT_JOIN_TIMEOUT - self.timeouts.agent_join
+        elif name == conv.TIMER_ENDED_GRACE:
+            delay -= conv.SESSION_ENDED_GRACE - self.timeouts.ended_grace
+        self._timers[name] = loop.call_later(max(0.0, delay), fire)
 
     def _call_soon(self, fn: Callable[[], None]) -> None:
         loop = self._loop
@@ -715,19 +809,7 @@ class Session:
             loop.call_soon_threadsafe(fn)
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        task = asyncio.ensure_future(coro)
-        task.set_name(f"fishtalk-session {name}")
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None:
-            _log.error("session task %s failed: %s", task.get_name(), exc, exc_info=exc)
+        return self._tasks.spawn(coro, name)
 
     # --- effects that need IO ----------------------------------------------------------
 
@@ -762,17 +844,8 @@ class Session:
                 outbox.task_done()
 
     async def _run_tool(self, call: ClientToolCall) -> None:
-        outcome = await self._tool_runner().run(call)
+        outcome = await self._tools.run(call)
         self._feed(outcome.as_input(self._clock()))
-
-    def _tool_runner(self) -> ToolRunner:
-        if self._tools is None:
-            from fishtalk.tools import ToolRegistry, ToolRunner
-
-            self._tools = ToolRunner(
-                ToolRegistry(), default_timeout=self._settings.session.client_tool_timeout
-            )
-        return self._tools
 
     # --- teardown ----------------------------------------------------------------------
 
@@ -784,19 +857,16 @@ class Session:
         for handle in self._deferred:
             handle.cancel()
         self._deferred.clear()
+        self._stop_reconnect_deadline()
         outbox = self._outbox
-        if outbox is not None and self._room is not None and self._connected_once:
+        link_up = self._link_up is not None and self._link_up.is_set()
+        if outbox is not None and self._room is not None and link_up:
             # Let user.hangup (and anything queued before it) leave before disconnecting.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(SEND_DRAIN_TIMEOUT):
                     await outbox.join()
-        if self._tools is not None:
-            self._tools.cancel_all()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        self._tools.cancel_all()
+        await self._tasks.cancel_all()
         self._audio_streams.clear()
         room, self._room = self._room, None
         if room is not None:
@@ -816,8 +886,28 @@ class Session:
                 _log.info("audio backend did not close cleanly: %s", exc)
 
 
+def _task_failed(task: asyncio.Task[Any], exc: BaseException) -> None:
+    _log.error("session task %s failed: %s", task.get_name(), exc, exc_info=exc)
+
+
+def _empty_registry() -> ToolRegistry:
+    return ToolRegistry()
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:300]
 
 
-__all__ = ["CONNECT_TIMEOUT", "EndResult", "Session", "StateListener", "exit_code_for"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "DEFAULT_TIMEOUTS",
+    "AudioFactory",
+    "CreateSession",
+    "EndResult",
+    "GrantSource",
+    "ReadyGrant",
+    "Refused",
+    "Session",
+    "StateListener",
+    "Timeouts",
+]

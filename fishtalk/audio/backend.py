@@ -16,12 +16,9 @@ partial frame, so queued agent audio stops within one device block.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import logging
 import math
-import sys
-import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -31,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from fishtalk import native
+from fishtalk.aio import in_daemon_thread
 from fishtalk.audio.base import (
     CHANNELS,
     SAMPLE_RATE,
@@ -176,49 +175,21 @@ def _close_stream(stream: Any) -> None:
         stream_closed()
 
 
-_wedged_streams = 0
-"""Streams whose close never returned (PortAudio's ALSA thread can spin after a server
-crash). While any exist, PortAudio must not be terminated at exit: that would hang too."""
-
-
-def _skip_portaudio_terminate_at_exit() -> None:
-    sd = sys.modules.get("sounddevice")
-    handler = getattr(sd, "_exit_handler", None)
-    if _wedged_streams and handler is not None:
-        atexit.unregister(handler)
-
-
 async def close_in_background(close: Callable[[], None], limit: float = _CLOSE_TIMEOUT_S) -> bool:
     """Run a blocking stream close on a daemon thread; give up waiting after ``limit`` s.
 
     Returns False when the close did not finish (the stream is abandoned, never awaited
     again, and the process can still exit).
     """
-    global _wedged_streams
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
-
-    def finish(_: object = None) -> None:
-        if not done.done():
-            done.set_result(None)
-
-    def run() -> None:
-        try:
-            close()
-        finally:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(finish)
-
-    threading.Thread(target=run, name="fishtalk-audio-close", daemon=True).start()
+    done = in_daemon_thread(close, name="fishtalk-audio-close")
     try:
         await asyncio.wait_for(asyncio.shield(done), limit)
     except TimeoutError:
-        if not _wedged_streams:
-            # Registered after sounddevice's own exit handler, so it runs first.
-            atexit.register(_skip_portaudio_terminate_at_exit)
-        _wedged_streams += 1
+        native.note_wedged_audio_stream()
         _log.warning("an audio stream did not close within %.1f s; abandoning it", limit)
         return False
+    except Exception as exc:  # it finished, badly: the stream is gone either way
+        _log.debug("closing a stream failed: %s", exc)
     return True
 
 
@@ -482,11 +453,6 @@ class SoundDeviceAudio:
         if not self._started:
             return self._use_input
         return self._capture is not None
-
-    @property
-    def is_muted(self) -> bool:
-        """Whether the microphone is muted."""
-        return self._muted
 
     def set_notice_callback(self, callback: NoticeCallback | None) -> None:
         """Where device failures, fallbacks and watchdog warnings are reported."""

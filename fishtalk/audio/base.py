@@ -89,7 +89,6 @@ class NullAudio:
 
     def __init__(self, reason: str = "text-only") -> None:
         self._reason = reason
-        self._played = 0
 
     @property
     def description(self) -> str:
@@ -98,11 +97,6 @@ class NullAudio:
     @property
     def has_input(self) -> bool:
         return False
-
-    @property
-    def frames_played(self) -> int:
-        """Agent frames received (and discarded); useful to tests and the debug view."""
-        return self._played
 
     def set_notice_callback(self, callback: NoticeCallback | None) -> None:
         del callback
@@ -116,7 +110,6 @@ class NullAudio:
 
     def play(self, frame: rtc.AudioFrame) -> None:
         del frame
-        self._played += 1
 
     def flush_playback(self) -> None:
         return None

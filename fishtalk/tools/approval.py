@@ -17,21 +17,18 @@ input never approves: ``echo y | fishtalk tools run X`` declines an ``ask`` tool
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sys
-import threading
-from collections.abc import Awaitable, Callable, Mapping
-from typing import IO, Literal, TypeAlias, TypeVar
+from collections.abc import Mapping
+from typing import IO, Literal, TypeAlias
 
 from pydantic import JsonValue
 
+from fishtalk.aio import in_daemon_thread
 from fishtalk.text import strip
 from fishtalk.tools.registry import ApprovalRequest, Approver, ToolContext, ToolDeclined
 
 ApproveMode: TypeAlias = Literal["ask", "always", "never"]
-
-T = TypeVar("T")
 
 
 def printable(text: str, limit: int = 500) -> str:
@@ -107,34 +104,6 @@ def choose_approver(
     return None
 
 
-def in_daemon_thread(fn: Callable[[], T]) -> Awaitable[T]:
-    """Run blocking ``fn`` in a daemon thread; awaitable, and abandoned (not joined) if the
-    caller is cancelled, so a stuck call never blocks event-loop shutdown."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-
-    def settle(value: T | None, error: BaseException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)  # type: ignore[arg-type]  # value is a T when error is None
-
-    def target() -> None:
-        value: T | None = None
-        error: BaseException | None = None
-        try:
-            value = fn()
-        except Exception as exc:
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the loop may have closed meanwhile
-            loop.call_soon_threadsafe(settle, value, error)
-
-    threading.Thread(target=target, name="fishtalk-tool-io", daemon=True).start()
-    return future
-
-
 def terminal_approver(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> Approver:
     """An approver for line-oriented front ends: prints the call and reads y/N.
 
@@ -157,7 +126,7 @@ def terminal_approver(stdin: IO[str] | None = None, stdout: IO[str] | None = Non
             lines.append(f"  params: {params_preview(request.params)}")
             sink.write("\n".join(lines) + "\nAllow? [y/N] ")
             sink.flush()
-            answer = await in_daemon_thread(source.readline)
+            answer = await in_daemon_thread(source.readline, name="fishtalk-tool-io")
             if not answer.endswith("\n"):
                 sink.write("\n")
                 sink.flush()

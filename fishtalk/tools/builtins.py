@@ -27,7 +27,8 @@ from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
-from fishtalk.tools.approval import ApproveMode, in_daemon_thread, printable, require_approval
+from fishtalk.aio import in_daemon_thread
+from fishtalk.tools.approval import ApproveMode, printable, require_approval
 from fishtalk.tools.registry import ToolContext, ToolError
 
 MAX_CLIPBOARD_BYTES: Final = 74_000

@@ -21,7 +21,8 @@ from typing import Final
 
 from pydantic import JsonValue
 
-from fishtalk.tools.approval import ApproveMode, in_daemon_thread, require_approval
+from fishtalk.aio import in_daemon_thread
+from fishtalk.tools.approval import ApproveMode, require_approval
 from fishtalk.tools.registry import ToolContext, ToolHandler
 
 ENTRY_POINT_GROUP: Final = "fishtalk.tools"

@@ -13,12 +13,10 @@ the process alive or blocks event-loop shutdown.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import inspect
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from typing import Final, Literal, TypeAlias
 
 from pydantic import JsonValue, ValidationError
 
+from fishtalk.aio import in_daemon_thread
 from fishtalk.conversation import ClientToolFinished
 from fishtalk.protocol import ClientToolCall, ClientToolResult, ProtocolError, encode_client_event
 from fishtalk.tools.registry import (
@@ -284,42 +283,15 @@ def _is_async(handler: ToolHandler) -> bool:
 
 async def _invoke(handler: ToolHandler, params: dict[str, JsonValue], ctx: ToolContext) -> object:
     result: object = (
-        handler(params, ctx) if _is_async(handler) else await _in_thread(handler, params, ctx)
+        handler(params, ctx)
+        if _is_async(handler)
+        else await in_daemon_thread(
+            lambda: handler(params, ctx), name=f"fishtalk-tool-{ctx.tool_name}"
+        )
     )
     if inspect.isawaitable(result):
         result = await result
     return result
-
-
-def _in_thread(
-    handler: ToolHandler, params: dict[str, JsonValue], ctx: ToolContext
-) -> asyncio.Future[object]:
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[object] = loop.create_future()
-
-    def settle(value: object, error: BaseException | None) -> None:
-        if future.done():
-            return  # timed out or cancelled meanwhile: the late result is dropped
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
-
-    def target() -> None:
-        value: object = None
-        error: BaseException | None = None
-        try:
-            value = handler(params, ctx)
-        except Exception as exc:
-            error = exc
-        except BaseException as exc:  # SystemExit etc. must not escape into the thread
-            error = RuntimeError(f"{type(exc).__name__} raised in a tool handler")
-        # The loop may be gone if the session ended while the handler hung.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle, value, error)
-
-    threading.Thread(target=target, name=f"fishtalk-tool-{ctx.tool_name}", daemon=True).start()
-    return future
 
 
 def _consume(task: asyncio.Task[object]) -> None:

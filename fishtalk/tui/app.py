@@ -11,6 +11,7 @@ worker; the app never touches the room.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -27,7 +28,7 @@ from textual.widgets import Footer, Input, Static
 
 from fishtalk.audio.base import NullAudio
 from fishtalk.conversation import ErrorEntry, Notice, State
-from fishtalk.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError
+from fishtalk.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError, exit_code_for
 from fishtalk.tui import keys
 from fishtalk.tui.messages import SessionFinished, StateChanged
 from fishtalk.tui.safe import clean
@@ -102,6 +103,8 @@ class FishtalkApp(App[int]):
         self._summary: Summary | None = None
         self._quitting = False
         self._interrupted = False
+        self.first_frame = threading.Event()
+        """Set once the first frame is on the terminal (a launcher's slow work waits)."""
         self.renders = 0
         """How many times the state was drawn (the benchmark reads it)."""
         # The chat widgets live as long as the app; holding them avoids DOM queries per
@@ -140,6 +143,10 @@ class FishtalkApp(App[int]):
         # The palette key is listed on the help screen; the footer keeps its room for
         # the call's own keys at 80 columns.
         yield Footer(show_command_palette=False)
+
+    def on_ready(self) -> None:
+        """The first frame is on the terminal."""
+        self.first_frame.set()
 
     def on_mount(self) -> None:
         """Wire the session, draw the first frame, start the session worker."""
@@ -262,7 +269,8 @@ class FishtalkApp(App[int]):
         except Exception as exc:  # any session crash becomes one line, no traceback
             self.post_message(SessionFinished("error", EXIT_ERROR, f"unexpected error: {exc}"))
             return
-        self.post_message(SessionFinished(result.reason, result.exit_code, message=result.message))
+        code = exit_code_for(result.reason, result.error)
+        self.post_message(SessionFinished(result.reason, code, message=result.message))
 
     def on_session_finished(self, message: SessionFinished) -> None:
         """Show the ended screen (or leave at once when quitting)."""
@@ -465,11 +473,6 @@ class FishtalkApp(App[int]):
         return focus
 
     # --- introspection (tests, benchmark) --------------------------------------------------
-
-    @property
-    def shown_state(self) -> State:
-        """The newest snapshot received (drawn, or about to be)."""
-        return self._state
 
     @property
     def drawn_state(self) -> State | None:

@@ -1,7 +1,7 @@
 """What the TUI needs from a session: a small structural protocol.
 
-The real :class:`fishtalk.session.Session` satisfies it, and so does the pure test
-driver in the TUI tests. The TUI only ever talks to a session through this surface.
+The real :class:`fishtalk.session.Session` satisfies it, and so does the scripted session
+in :mod:`fishtalk.testing.scripted`. The TUI only ever talks to a session through this surface.
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from fishtalk.audio.base import AudioBackend, AudioLevels
     from fishtalk.conversation import State
+    from fishtalk.errors import FishtalkError
 
 
 class EndResultLike(Protocol):
-    """How a session ended: a reason for people and an exit code for the shell."""
+    """How a session ended: a reason, a sentence for people, and the error that ended it.
+
+    No exit code: that is picked from the one table in :mod:`fishtalk.errors`.
+    """
 
     @property
     def reason(self) -> str:
@@ -23,13 +27,13 @@ class EndResultLike(Protocol):
         ...
 
     @property
-    def exit_code(self) -> int:
-        """The process exit code matching the reason (see fishtalk.errors)."""
+    def message(self) -> str:
+        """One sentence for the user (the reason, or what went wrong)."""
         ...
 
     @property
-    def message(self) -> str:
-        """One sentence for the user (the reason, or what went wrong)."""
+    def error(self) -> FishtalkError | None:
+        """The error that prevented the session, if that is why it ended."""
         ...
 
 

@@ -18,6 +18,7 @@ from audio_signals import dominant_frequency, loud_samples, tone
 
 from fishtalk.config import load_settings
 from fishtalk.conversation import State
+from fishtalk.launch import build_session, exit_code
 from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
 from fishtalk.sim import run_sim
@@ -75,7 +76,7 @@ async def test_tone_reaches_the_agent_and_its_voice_the_speaker(vaudio: VirtualA
                 "audio.output_device": SPEAKER,
             },
         )
-        session = Session(settings)
+        session = build_session(settings)
         recording = vaudio.record_speaker()
         run = asyncio.create_task(session.run())
         try:
@@ -101,7 +102,7 @@ async def test_tone_reaches_the_agent_and_its_voice_the_speaker(vaudio: VirtualA
             await _until(session, "the agent's answer", lambda s: _agent_said(s, "hertz"))
             session.hangup()
             result = await asyncio.wait_for(run, 15)
-            assert result.exit_code == 0
+            assert exit_code(result) == 0
         finally:
             recording.stop()
             if not run.done():

@@ -129,7 +129,7 @@ def test_python_dash_m_and_tracebacks_only_with_debug(tmp_path: Path) -> None:
     assert "Traceback" in debug.stderr
 
 
-HEAVY = ("textual", "livekit", "numpy", "sounddevice", "httpx")
+HEAVY = ("textual", "livekit", "numpy", "sounddevice", "httpx", "asyncio")
 
 
 @pytest.mark.parametrize("flag", ["--help", "--version"])

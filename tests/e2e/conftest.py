@@ -2,9 +2,11 @@
 
 ``sim`` starts a :class:`~fishtalk.sim.livekit.server.SimServer` with the Fish session endpoint on
 it. A test builds a :class:`~fishtalk.session.Session` pointed at that endpoint (the real
-``fishtalk.api`` path), starts it, then drives the agent side step by step through a
-:class:`ScriptedAgent`: a second real ``livekit.rtc.Room`` joined as the ``agent``
-participant of the room the endpoint created. Every wait is bounded.
+``fishtalk.api`` path, through :func:`fishtalk.launch.build_session`), starts it, then
+drives the agent side step by step through a :class:`ScriptedAgent`: a second real
+``livekit.rtc.Room`` joined as the ``agent`` participant of the room the endpoint created.
+:meth:`Sim.connected` does all of that at once: the one connect-and-wait of these tests.
+Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from livekit import rtc
@@ -24,12 +26,24 @@ from fishtalk import protocol as p
 from fishtalk.api import LiveKitGrant
 from fishtalk.config import Settings
 from fishtalk.conversation import State
-from fishtalk.session import EndResult, Session
+from fishtalk.errors import exit_code_for
+from fishtalk.launch import build_session
+from fishtalk.session import EndResult, Session, Timeouts
 from fishtalk.sim.fish.endpoint import AGENT_IDENTITY, DEFAULT_DEV_KEY, SessionEndpoint, SimSession
 from fishtalk.sim.livekit.server import SimServer
 
 WAIT = 20.0
 """Default bound for every wait in these tests (seconds)."""
+
+SHORT = Timeouts(connect=10.0, agent_join=2.0, ended_grace=1.0, signal_attempt=2.0, reconnect=20.0)
+"""Short injected timeouts for the tests that wait for one to run out."""
+FAST_SLACK = 8.0
+"""What a fails-fast test allows beyond its injected timeout (teardown, a loaded machine)."""
+
+
+def exit_code(result: EndResult) -> int:
+    """The exit code the CLI would give for ``result`` (the one table in fishtalk.errors)."""
+    return exit_code_for(result.reason, result.error)
 
 
 async def until(
@@ -142,6 +156,15 @@ class ScriptedAgent:
             await asyncio.wait_for(self.room.disconnect(), WAIT)
 
 
+class Call(NamedTuple):
+    """A connected session: the session, its run task, and the agent on the other side."""
+
+    session: Session
+    run: asyncio.Task[EndResult]
+    agent: ScriptedAgent
+    created: SimSession
+
+
 @dataclass
 class Sim:
     """The running sim: server + session endpoint, and what the endpoint created."""
@@ -164,6 +187,21 @@ class Sim:
         return Settings.model_validate(
             {"api": {"url": self.server.url, "api_key": DEFAULT_DEV_KEY}, "session": values}
         )
+
+    def session(self, settings: Settings | None = None, **parts: Any) -> Session:
+        """A session built as the CLI builds one (``parts``: tools, audio, grant, timeouts)."""
+        return build_session(settings if settings is not None else self.settings(), **parts)
+
+    async def connected(
+        self, settings: Settings | None = None, *, state: str = "listening", **parts: Any
+    ) -> Call:
+        """Build and start a session, join its room as the agent (publishing ``state``), and
+        wait until the session is connected with the agent ready."""
+        session = self.session(settings, **parts)
+        run = self.start(session)
+        agent, created = await self.agent(state)
+        await until(session, lambda s: s.status == "connected" and s.agent_ready)
+        return Call(session, run, agent, created)
 
     def start(self, session: Session) -> asyncio.Task[EndResult]:
         """Run ``session`` in a task the fixture cancels at the end of the test."""

@@ -15,7 +15,6 @@ import pytest
 
 from fishtalk import protocol as p
 from fishtalk.config import Settings, ToolDecl
-from fishtalk.session import Session
 from fishtalk.tools import ApprovalRequest
 from fishtalk.tools.build import build_runner
 from fishtalk.tools.builtins import BuiltinOptions
@@ -108,10 +107,8 @@ async def test_declared_tools_through_the_session(
     options = BuiltinOptions(
         tty_path=str(tmp_path / "no-tty"), on_notify=lambda t, m: toasts.append((t, m))
     )
-    session = Session(settings, tools=build_runner(settings, approver=deny, options=options))
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    runner = build_runner(settings, approver=deny, options=options)
+    session, run, agent, _ = await sim.connected(settings, tools=runner)
 
     async def call(name: str, **params: Any) -> p.ClientToolResult:
         call_id = f"call-{name}"

@@ -20,6 +20,8 @@ import pytest
 
 from fishtalk import protocol as p
 from fishtalk.config import Settings, ToolDecl, load_settings
+from fishtalk.host import HostLink
+from fishtalk.launch import build_session, tool_runner
 from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
 from fishtalk.sim import run_sim
@@ -29,10 +31,10 @@ from fishtalk.tools import ApprovalRequest
 from fishtalk.tools.build import build_runner
 from fishtalk.tools.builtins import BuiltinOptions
 from fishtalk.tui.app import FishtalkApp
-from fishtalk.tui.run import _AppLink, _tool_runner
+from fishtalk.tui.run import TuiHost
 from fishtalk.tui.screens.approve import ApprovalScreen
 
-from .conftest import WAIT, ScriptedAgent, Sim, until
+from .conftest import WAIT, ScriptedAgent, Sim
 from .test_client_tools_config import wait_gone, wait_pids
 
 pytestmark = pytest.mark.webrtc
@@ -42,10 +44,7 @@ PY = sys.executable
 
 async def started(sim: Sim, settings: Settings, **runner: Any) -> tuple[Session, ScriptedAgent]:
     """A running session with ``settings``' tools and the scripted agent joined to it."""
-    session = Session(settings, tools=build_runner(settings, **runner))
-    sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, _, agent, _ = await sim.connected(settings, tools=build_runner(settings, **runner))
     return session, agent
 
 
@@ -333,7 +332,8 @@ async def test_the_tools_scenario_runs_the_users_tools(
     )
     async with run_sim(voice=BriskVoice()) as sim:
         settings = sim_settings(sim.api_url, sim.dev_key, "tools", tools)
-        session = Session(settings, tools=build_runner(settings, approver=approve, options=options))
+        runner = build_runner(settings, approver=approve, options=options)
+        session = build_session(settings, tools=runner)
         run = asyncio.ensure_future(session.run())
         try:
             await wait_for(
@@ -401,10 +401,10 @@ async def test_tui_approval_modal_runs_or_declines(tmp_path: Path) -> None:
     tools = {"guarded": {"command": [PY, "-c", record, str(marks)], "approve": "ask"}}
     async with run_sim(scenarios={"guarded": GUARDED}) as sim:
         settings = sim_settings(sim.api_url, sim.dev_key, "guarded", tools)
-        link = _AppLink()
-        session = Session(settings, tools=_tool_runner(settings, link))
+        link = HostLink()
+        session = build_session(settings, tools=tool_runner(settings, link))
         app = FishtalkApp(session, title="sim", ended_linger=None)
-        link.app = app
+        link.bind(TuiHost(app))
         async with app.run_test(size=(100, 30)) as pilot:
 
             async def modal() -> str:
@@ -491,10 +491,10 @@ async def test_tui_approval_modal_goes_away_when_the_call_times_out(tmp_path: Pa
     tools = {"guarded": {"command": [PY, "-c", record, str(marks)], "approve": "ask", "timeout": 2}}
     async with run_sim(scenarios={"unanswered": UNANSWERED}) as sim:
         settings = sim_settings(sim.api_url, sim.dev_key, "unanswered", tools)
-        link = _AppLink()
-        session = Session(settings, tools=_tool_runner(settings, link))
+        link = HostLink()
+        session = build_session(settings, tools=tool_runner(settings, link))
         app = FishtalkApp(session, title="sim", ended_linger=None)
-        link.app = app
+        link.bind(TuiHost(app))
         async with app.run_test(size=(100, 30)) as pilot:
             for _ in range(int(WAIT / 0.05)):
                 if isinstance(app.screen, ApprovalScreen):

@@ -13,12 +13,12 @@ from livekit import rtc
 
 from fishtalk.audio.base import SAMPLES_PER_FRAME, AudioLevels, NoticeCallback
 from fishtalk.config import Settings
-from fishtalk.session import Session
+from fishtalk.launch import build_session
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import Scenario, parse_scenario
 from fishtalk.tools import ToolContext, ToolRegistry, ToolRunner
 
-from .conftest import WAIT, until
+from .conftest import WAIT, exit_code, until
 
 pytestmark = pytest.mark.webrtc
 
@@ -179,9 +179,9 @@ async def test_scenario_with_every_agent_event(sim: SimHandle) -> None:
 
     registry = ToolRegistry()
     registry.register("confirm", confirm)
-    session = Session(_settings(sim, "everything"), tools=ToolRunner(registry))
+    session = build_session(_settings(sim, "everything"), tools=ToolRunner(registry))
     result = await asyncio.wait_for(session.run(), 60)
-    assert (result.reason, result.exit_code) == ("agent_hangup", 0)
+    assert (result.reason, exit_code(result)) == ("agent_hangup", 0)
     state = session.state
 
     user = [seg for seg in state.transcript if seg.role == "user"]
@@ -207,7 +207,7 @@ async def test_scenario_with_every_agent_event(sim: SimHandle) -> None:
 
 
 async def test_scenario_signalling_drop_and_full_reconnect(sim: SimHandle) -> None:
-    session = Session(_settings(sim, "faults"))
+    session = build_session(_settings(sim, "faults"))
     statuses: list[str] = []
     session.add_listener(
         lambda s: statuses.append(s.status) if not statuses or statuses[-1] != s.status else None
@@ -238,9 +238,9 @@ async def test_scenario_signalling_drop_and_full_reconnect(sim: SimHandle) -> No
 
 
 async def test_scenario_conversation_timeout(sim: SimHandle) -> None:
-    session = Session(_settings(sim, "short"))
+    session = build_session(_settings(sim, "short"))
     result = await asyncio.wait_for(session.run(), 30)
-    assert (result.reason, result.exit_code) == ("conversation_timeout", 0)
+    assert (result.reason, exit_code(result)) == ("conversation_timeout", 0)
     assert session.state.clock.max_duration_seconds == 2
 
 
@@ -300,7 +300,7 @@ async def test_agent_audio_reaches_the_backend_and_the_mic_reaches_the_agent(
     sim: SimHandle,
 ) -> None:
     audio = RecordingAudio()
-    session = Session(_settings(sim, "voice", text_only=False), audio=audio)
+    session = build_session(_settings(sim, "voice", text_only=False), audio=audio)
     run = asyncio.ensure_future(session.run())
     try:
         await until(session, lambda s: s.status == "connected", 20)

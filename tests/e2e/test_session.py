@@ -7,18 +7,14 @@ import asyncio
 import pytest
 
 from fishtalk import protocol as p
-from fishtalk.session import Session
 
-from .conftest import WAIT, Sim, until
+from .conftest import WAIT, Sim, exit_code, until
 
 pytestmark = pytest.mark.webrtc
 
 
 async def test_text_turn_reaches_agent_and_reply_streams(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.status == "connected" and s.agent_ready)
+    session, run, agent, _ = await sim.connected()
 
     session.send_text("  what's my balance?  ")
     message = await agent.expect(p.UserMessage)
@@ -44,14 +40,11 @@ async def test_text_turn_reaches_agent_and_reply_streams(sim: Sim) -> None:
     session.hangup()
     await agent.expect(p.UserHangup)
     result = await asyncio.wait_for(run, WAIT)
-    assert (result.reason, result.exit_code) == ("user_hangup", 0)
+    assert (result.reason, exit_code(result)) == ("user_hangup", 0)
 
 
 async def test_blank_text_is_not_sent(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, _ = await sim.connected()
     session.send_text("   ")
     session.send_text("")
     session.send_text("real")
@@ -63,7 +56,7 @@ async def test_blank_text_is_not_sent(sim: Sim) -> None:
 
 
 async def test_typed_messages_wait_for_the_agents_first_state(sim: Sim) -> None:
-    session = Session(sim.settings())
+    session = sim.session()
     run = sim.start(session)
     session.send_text("first")
     agent, _ = await sim.agent(state=None)  # joined, but no lk.agent.state yet
@@ -83,10 +76,7 @@ async def test_typed_messages_wait_for_the_agents_first_state(sim: Sim) -> None:
 
 
 async def test_spoken_and_text_only_turns(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, _ = await sim.connected()
 
     session.send_text("quiet")
     session.set_spoken(True)
@@ -107,10 +97,7 @@ async def test_spoken_and_text_only_turns(sim: Sim) -> None:
 
 
 async def test_user_transcript_interim_updates_replace_then_final(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, created = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, created = await sim.connected()
 
     await agent.user_transcript("u-1", "what is", final=False)
     await until(session, lambda s: (seg := s.segment("u-1")) is not None and seg.text == "what is")
@@ -132,10 +119,7 @@ async def test_user_transcript_interim_updates_replace_then_final(sim: Sim) -> N
 
 
 async def test_interrupt_marks_the_segment_and_drops_late_chunks(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, _ = await sim.connected()
 
     writer = await agent.open_segment("a-long")
     await writer.write("Once upon a time ")
@@ -157,7 +141,7 @@ async def test_interrupt_marks_the_segment_and_drops_late_chunks(sim: Sim) -> No
 
 
 async def test_agent_state_changes_drive_the_mode(sim: Sim) -> None:
-    session = Session(sim.settings())
+    session = sim.session()
     run = sim.start(session)
     agent, _ = await sim.agent()
     await until(session, lambda s: s.agent_state == "listening")
@@ -180,7 +164,7 @@ async def test_late_join_reads_the_sticky_state(sim: Sim) -> None:
     agent = ScriptedAgent(sim.server, "late-room", "user-0000test")
     sim.agents.append(agent)
     await agent.join("thinking")
-    session = Session(sim.settings(), grant=sim.grant_for("late-room"))
+    session = sim.session(grant=sim.grant_for("late-room"))
     run = sim.start(session)
     state = await until(session, lambda s: s.status == "connected" and s.agent_ready)
     assert state.agent_state == "thinking"
@@ -191,10 +175,7 @@ async def test_late_join_reads_the_sticky_state(sim: Sim) -> None:
 
 
 async def test_every_agent_event_type(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, _ = await sim.connected()
 
     await agent.send(
         p.ToolStarted(call_id="w1", tool_name="lookup", tool_source="webhook", input='{"q":1}')
@@ -242,14 +223,11 @@ async def test_every_agent_event_type(sim: Sim) -> None:
     await until(session, lambda s: s.announced_end_reason == "escalated")
     await agent.leave()
     result_end = await asyncio.wait_for(run, WAIT)
-    assert (result_end.reason, result_end.exit_code) == ("escalated", 0)
+    assert (result_end.reason, exit_code(result_end)) == ("escalated", 0)
 
 
 async def test_malformed_and_unknown_events_are_counted_not_fatal(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, _ = await sim.connected()
     await agent.send(b"not json at all")
     await agent.send(b"[1, 2, 3]")
     await agent.send(b'{"type": "tool.started"}')
@@ -269,10 +247,7 @@ async def test_malformed_and_unknown_events_are_counted_not_fatal(sim: Sim) -> N
 
 
 async def test_activity_is_throttled(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, _ = await sim.connected()
     for _ in range(20):
         session.activity()
     session.send_text("marker")

@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 from fishtalk import protocol as p
-from fishtalk.session import Session
 from fishtalk.tools import ToolContext, ToolRegistry, ToolRunner
 
-from .conftest import WAIT, ScriptedAgent, Sim, until
+from .conftest import FAST_SLACK, SHORT, WAIT, ScriptedAgent, Sim, exit_code, until
 
 pytestmark = pytest.mark.webrtc
 
@@ -47,10 +46,7 @@ def _runner(fired: list[str]) -> ToolRunner:
 
 async def test_client_tool_outcomes(sim: Sim) -> None:
     fired: list[str] = []
-    session = Session(sim.settings(), tools=_runner(fired))
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, _ = await sim.connected(tools=_runner(fired))
 
     async def call(name: str, **params: Any) -> p.ClientToolResult:
         call_id = f"call-{name}"
@@ -113,10 +109,7 @@ async def test_client_tool_outcomes(sim: Sim) -> None:
 
 
 async def test_hangup_cancels_running_tools_and_is_safe_twice(sim: Sim) -> None:
-    session = Session(sim.settings(), tools=_runner([]))
-    run = sim.start(session)
-    agent, created = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, created = await sim.connected(tools=_runner([]))
     await agent.send(p.ClientToolCall(call_id="c-slow", tool_name="slow", expects_response=True))
     await until(session, lambda s: s.tool("c-slow") is not None)
     session.hangup()
@@ -133,60 +126,52 @@ async def test_hangup_cancels_running_tools_and_is_safe_twice(sim: Sim) -> None:
 
 
 async def test_agent_leaving_ends_with_agent_hangup(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    _session, run, agent, _ = await sim.connected()
     await agent.leave()
     result = await asyncio.wait_for(run, WAIT)
-    assert (result.reason, result.exit_code) == ("agent_hangup", 0)
+    assert (result.reason, exit_code(result)) == ("agent_hangup", 0)
 
 
 async def test_session_ended_then_grace_period_tears_down(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, _ = await sim.connected(timeouts=SHORT)
     await agent.send(p.SessionEnded(reason="agent_hangup"))
     await until(session, lambda s: s.announced_end_reason == "agent_hangup")
     assert session.state.status == "connected"  # the agent may still say goodbye
     started = time.monotonic()
-    result = await asyncio.wait_for(run, 20)
-    assert time.monotonic() - started >= 9.0  # the agent never left: the grace ran out
-    assert (result.reason, result.exit_code) == ("agent_hangup", 0)
+    result = await asyncio.wait_for(run, SHORT.ended_grace + WAIT)
+    elapsed = time.monotonic() - started
+    assert elapsed >= SHORT.ended_grace * 0.9  # the agent never left: the grace ran out
+    assert elapsed < SHORT.ended_grace + FAST_SLACK  # and not much later
+    assert (result.reason, exit_code(result)) == ("agent_hangup", 0)
 
 
 async def test_conversation_timeout(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, _ = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, _ = await sim.connected()
     await agent.say("bye", ["We are out of time."])
     await agent.send(p.SessionEnded(reason="conversation_timeout"))
     await until(session, lambda s: s.announced_end_reason is not None)
     await agent.leave()
     result = await asyncio.wait_for(run, WAIT)
-    assert (result.reason, result.exit_code) == ("conversation_timeout", 0)
+    assert (result.reason, exit_code(result)) == ("conversation_timeout", 0)
     segment = session.state.segment("bye")
     assert segment is not None
     assert segment.text == "We are out of time."
 
 
 async def test_agent_must_join_in_time(sim: Sim) -> None:
-    session = Session(sim.settings())
+    session = sim.session(timeouts=SHORT)
     run = sim.start(session)
     await sim.next_session()  # nobody joins as the agent
     await until(session, lambda s: s.status == "connected")
-    result = await asyncio.wait_for(run, 25)
-    assert (result.reason, result.exit_code) == ("connection_failed", 7)
+    started = time.monotonic()
+    result = await asyncio.wait_for(run, SHORT.agent_join + WAIT)
+    assert time.monotonic() - started < SHORT.agent_join + FAST_SLACK  # fails fast
+    assert (result.reason, exit_code(result)) == ("connection_failed", 7)
     assert "did not join" in result.message
 
 
 async def test_signalling_drop_resumes_and_rereads_state(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, created = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, created = await sim.connected()
     seen: list[str] = []
     session.add_listener(
         lambda s: seen.append(s.status) if s.status != (seen or [""])[-1] else None
@@ -204,10 +189,7 @@ async def test_signalling_drop_resumes_and_rereads_state(sim: Sim) -> None:
 
 
 async def test_full_reconnect_keeps_the_conversation(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, created = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, created = await sim.connected()
     await sim.server.force_reconnect(created.room, created.user_identity)
     await until(session, lambda s: s.status == "reconnecting", within=20)
     await until(session, lambda s: s.status == "connected", within=30)
@@ -219,32 +201,26 @@ async def test_full_reconnect_keeps_the_conversation(sim: Sim) -> None:
 
 
 async def test_agent_gone_after_reconnect(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, created = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, created = await sim.connected()
     await sim.server.force_reconnect(created.room, created.user_identity)
     await until(session, lambda s: s.status != "connected", within=20)
     await agent.leave()
     result = await asyncio.wait_for(run, 30)
-    assert (result.reason, result.exit_code) == ("agent_hangup", 0)
+    assert (result.reason, exit_code(result)) == ("agent_hangup", 0)
 
 
 async def test_room_closed_by_the_server(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, created = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    _session, run, agent, created = await sim.connected()
     await sim.server.close_room(created.room)
     result = await asyncio.wait_for(run, 30)
     assert result.reason == "agent_hangup"
-    assert result.exit_code == 0
+    assert exit_code(result) == 0
     del agent
 
 
 async def test_late_agent_after_user(sim: Sim) -> None:
     """The agent joins after the user has connected: its join and state are picked up."""
-    session = Session(sim.settings())
+    session = sim.session()
     run = sim.start(session)
     created = await sim.next_session()
     await until(session, lambda s: s.status == "connected")
@@ -258,20 +234,14 @@ async def test_late_agent_after_user(sim: Sim) -> None:
 
 
 async def test_server_going_away_is_connection_lost(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    _session, run, _, _ = await sim.connected()
     await sim.server.stop()
     result = await asyncio.wait_for(run, 60)
-    assert (result.reason, result.exit_code) == ("connection_lost", 7)
+    assert (result.reason, exit_code(result)) == ("connection_lost", 7)
 
 
 async def test_commands_during_an_outage_are_sent_after_it(sim: Sim) -> None:
-    session = Session(sim.settings())
-    run = sim.start(session)
-    agent, created = await sim.agent()
-    await until(session, lambda s: s.agent_ready and s.status == "connected")
+    session, run, agent, created = await sim.connected()
     await sim.server.drop_signalling(created.room, created.user_identity)
     await until(session, lambda s: s.status == "reconnecting", within=20)
     session.interrupt()

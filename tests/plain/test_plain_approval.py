@@ -14,15 +14,17 @@ from collections.abc import Callable
 from pydantic import JsonValue
 
 from fishtalk.config import Settings
+from fishtalk.launch import build_session
 from fishtalk.plain import PlainChat
 from fishtalk.protocol import ClientToolCall
-from fishtalk.session import Session
 from fishtalk.tools import ToolContext, ToolOutcome, ToolRegistry, ToolRunner
 from fishtalk.tools.approval import require_approval
 
 
 def _chat() -> tuple[PlainChat, io.StringIO]:
-    session = Session(Settings.model_validate({"session": {"agent_id": "x", "text_only": True}}))
+    session = build_session(
+        Settings.model_validate({"session": {"agent_id": "x", "text_only": True}})
+    )
     out = io.StringIO()
     return PlainChat(session, stdin=io.StringIO(), stdout=out, stream_agent=True), out
 

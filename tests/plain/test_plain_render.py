@@ -9,8 +9,9 @@ import io
 from fishtalk import conversation as conv
 from fishtalk import protocol as p
 from fishtalk.config import Settings
+from fishtalk.errors import exit_code_for
+from fishtalk.launch import build_session, exit_code
 from fishtalk.plain import PlainChat, PlainRenderer, _answered, clean
-from fishtalk.session import Session, exit_code_for
 
 
 def test_clean_strips_escapes_and_controls() -> None:
@@ -148,19 +149,21 @@ def test_exit_codes_per_reason() -> None:
 
 
 async def test_hangup_before_run_ends_at_once_without_network() -> None:
-    session = Session(Settings.model_validate({"session": {"agent_id": "x", "text_only": True}}))
+    session = build_session(
+        Settings.model_validate({"session": {"agent_id": "x", "text_only": True}})
+    )
     session.send_text("queued")
     session.hangup()
     session.hangup()
     result = await asyncio.wait_for(session.run(), 5)
-    assert (result.reason, result.exit_code) == ("user_hangup", 0)
+    assert (result.reason, exit_code(result)) == ("user_hangup", 0)
     assert [seg.queued for seg in session.state.transcript] == [True]
 
 
 async def test_missing_agent_id_is_a_usage_error() -> None:
-    session = Session(Settings.model_validate({"session": {"text_only": True}}))
+    session = build_session(Settings.model_validate({"session": {"text_only": True}}))
     result = await asyncio.wait_for(session.run(), 5)
-    assert result.exit_code == 2
+    assert exit_code(result) == 2
     assert "agent" in result.message
 
 
@@ -171,8 +174,8 @@ async def test_unreachable_api_is_exit_5() -> None:
             "session": {"agent_id": "x", "text_only": True},
         }
     )
-    result = await asyncio.wait_for(Session(settings).run(), 30)
-    assert result.exit_code == 5
+    result = await asyncio.wait_for(build_session(settings).run(), 30)
+    assert exit_code(result) == 5
     assert result.reason == "session_request_failed"
 
 
@@ -296,11 +299,13 @@ def test_a_closed_output_is_reported_once_not_raised() -> None:
 
 
 async def test_a_closed_output_hangs_up_the_call() -> None:
-    session = Session(Settings.model_validate({"session": {"agent_id": "x", "text_only": True}}))
+    session = build_session(
+        Settings.model_validate({"session": {"agent_id": "x", "text_only": True}})
+    )
     chat = PlainChat(session, stdin=io.StringIO(), stdout=_ClosedPipe(), stream_agent=False)
     chat._note("hello")
     assert chat.output_closed
     assert session.state.ended
     assert session.state.end_reason == "user_hangup"
     result = await asyncio.wait_for(session.run(), 5)
-    assert result.exit_code == 0
+    assert exit_code(result) == 0

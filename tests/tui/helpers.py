@@ -14,8 +14,8 @@ from fishtalk.protocol import (
     ToolFailed,
     ToolStarted,
 )
+from fishtalk.testing.scripted import ScriptedSession
 from fishtalk.tui.app import FishtalkApp
-from fishtalk.tui.driver import ScriptedSession
 from fishtalk.tui.messages import SessionFinished, StateChanged
 
 AGENT = "agent"

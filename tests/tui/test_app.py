@@ -11,7 +11,7 @@ from rich.text import Text
 
 from fishtalk import conversation as c
 from fishtalk.protocol import UserHangup, UserInterrupt, UserMessage
-from fishtalk.tui.driver import ScriptedSession
+from fishtalk.testing.scripted import ScriptedSession
 from fishtalk.tui.screens.ended import EndedScreen
 from fishtalk.tui.screens.help import HelpScreen
 from fishtalk.tui.widgets.status import AgentIndicator, ConnectionStatus, ModeFlags

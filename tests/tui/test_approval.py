@@ -14,9 +14,10 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Button
 
+from fishtalk.host import HostLink
+from fishtalk.testing.scripted import ScriptedSession
 from fishtalk.tools.registry import ApprovalRequest
-from fishtalk.tui.driver import ScriptedSession
-from fishtalk.tui.run import _AppLink
+from fishtalk.tui.run import TuiHost
 from fishtalk.tui.screens.approve import ApprovalScreen
 from fishtalk.tui.widgets.message_input import MessageInput
 from fishtalk.tui.widgets.tools import ToolPanel
@@ -40,10 +41,8 @@ async def until(pilot: Pilot[int], condition: Callable[[], bool], what: str) -> 
     raise AssertionError(f"never happened: {what}")
 
 
-def linked(app: FishtalkApp) -> _AppLink:
-    link = _AppLink()
-    link.app = app
-    return link
+def linked(app: FishtalkApp) -> HostLink:
+    return HostLink(TuiHost(app))
 
 
 async def armed_dialog(pilot: Pilot[int]) -> ApprovalScreen:
@@ -177,6 +176,6 @@ async def test_hanging_up_during_a_question_closes_it_and_ends_the_card() -> Non
 
 
 async def test_without_an_app_nothing_runs() -> None:
-    link = _AppLink()
+    link = HostLink()
     request = ApprovalRequest(call_id="c", tool_name="t", params={})
     assert await link.approve(request) is False

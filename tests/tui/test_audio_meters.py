@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from fishtalk.config import load_settings
+from fishtalk.launch import build_session
 from fishtalk.paths import CONFIG_PATH_ENV
-from fishtalk.session import Session
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
@@ -73,7 +73,7 @@ async def test_meters_move_with_real_audio(vaudio: VirtualAudio, sim: SimHandle)
             "audio.output_device": SPEAKER,
         },
     )
-    session = Session(settings)
+    session = build_session(settings)
     app = FishtalkApp(session, title="audio", ended_linger=None)
     async with app.run_test(size=(100, 30)) as pilot:
         meters = app.query_one(LevelMeters)

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from fishtalk.launch import NO_WEBRTC_NETWORK, wants_tui
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
-from fishtalk.tui.run import NO_WEBRTC_NETWORK, wants_tui
 
 TMUX = shutil.which("tmux")
 
@@ -49,6 +49,10 @@ def test_demo_without_a_webrtc_network_says_so_at_once() -> None:
     )
     assert proc.returncode == 7, proc.stderr
     assert proc.stderr == f"fishtalk: {NO_WEBRTC_NETWORK}\n"
+    # The hint runs as given from a venv that was never activated: full interpreter paths.
+    assert f"`{sys.executable} -m fishtalk.sim.netns -- {sys.executable} -m fishtalk demo`" in (
+        proc.stderr
+    )
     assert proc.stdout == ""
 
 

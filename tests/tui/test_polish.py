@@ -13,8 +13,8 @@ from textual.widgets import Footer, Static
 from fishtalk import conversation as c
 from fishtalk.errors import EXIT_INTERRUPTED, FishtalkError
 from fishtalk.protocol import UserHangup
+from fishtalk.testing.scripted import ScriptedEnd, ScriptedSession
 from fishtalk.tui.app import FishtalkApp
-from fishtalk.tui.driver import ScriptedEnd, ScriptedSession
 from fishtalk.tui.run import report_end
 from fishtalk.tui.screens.ended import EndedScreen
 from fishtalk.tui.screens.help import help_table

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fishtalk import conversation as c
-from fishtalk.tui.driver import ScriptedSession
+from fishtalk.testing.scripted import ScriptedSession
 from fishtalk.tui.safe import clean, pretty_payload, safe_text
 from fishtalk.tui.widgets.tools import ToolPanel, render_card
 from fishtalk.tui.widgets.transcript import Transcript, render_segment

@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 
 from fishtalk.config import load_settings
 from fishtalk.conversation import State
+from fishtalk.launch import build_session
 from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
 from fishtalk.sim import SimHandle, run_sim
@@ -116,7 +117,7 @@ def session_for(sim: SimHandle, agent: str) -> Session:
             "session.text_only": True,
         },
     )
-    return Session(settings)
+    return build_session(settings)
 
 
 async def until(pilot: Pilot[int], what: str, predicate: Callable[[], bool]) -> None:

@@ -13,7 +13,7 @@ from textual.widgets import Input
 
 from fishtalk import conversation as c
 from fishtalk.audio.base import AudioLevels
-from fishtalk.tui.driver import ScriptedSession
+from fishtalk.testing.scripted import ScriptedSession
 from fishtalk.tui.screens.ended import EndedScreen
 
 from .helpers import (

@@ -11,6 +11,7 @@ import pytest
 from pydantic import JsonValue
 
 from fishtalk.config import Settings, load_settings
+from fishtalk.launch import DEMO_BUILTINS, demo_settings
 from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.protocol import (
     ClientToolCall,
@@ -23,7 +24,6 @@ from fishtalk.tools import ToolContext, ToolError, ToolRegistry, ToolRunner
 from fishtalk.tools.build import build_registry
 from fishtalk.tools.builtins import BuiltinOptions, make_builtin
 from fishtalk.tools.command import CommandSpec, CommandTool
-from fishtalk.tui.run import DEMO_BUILTINS, demo_settings
 
 
 async def run_one(handler: Any, *, expects_response: bool = True) -> Any:

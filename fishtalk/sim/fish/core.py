@@ -16,6 +16,7 @@ from typing import Any, Final
 from livekit import rtc
 
 from fishtalk import protocol as p
+from fishtalk.aio import TaskSet
 from fishtalk.sim.fish.endpoint import SimSession
 from fishtalk.sim.fish.scenario import AgentSettings, Scenario
 
@@ -42,7 +43,7 @@ class AgentCore:
         self.room = rtc.Room()
         self.ending = False
         """Set once the agent has started to leave: nothing new is begun after it."""
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = TaskSet("fishtalk-sim-agent", on_error=self._task_failed)
         self._note_changed = asyncio.Event()
 
     # --- journal ------------------------------------------------------------------------
@@ -70,17 +71,11 @@ class AgentCore:
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coro`` as a task the agent owns (cancelled when it leaves)."""
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
+        return self._tasks.spawn(coro)
 
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
-            log.warning("sim agent task failed: %r", exc)
-            self.note(f"task failed: {exc!r}")
+    def _task_failed(self, task: asyncio.Task[Any], exc: BaseException) -> None:
+        log.warning("sim agent task failed: %r", exc)
+        self.note(f"task failed: {exc!r}")
 
     # --- output -------------------------------------------------------------------------
 

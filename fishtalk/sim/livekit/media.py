@@ -19,7 +19,6 @@ reach into aiortc internals, kept in :func:`_set_msid`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import re
@@ -38,6 +37,8 @@ from aiortc import (
 from aiortc.contrib.media import MediaRelay
 from aiortc.sdp import candidate_from_sdp
 from livekit.protocol import rtc
+
+from fishtalk.aio import TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +146,7 @@ class ParticipantMedia:
         self._subscriptions: dict[str, _Subscription] = {}
         self._seen_mids: set[str] = set()
         self._publisher_lock = asyncio.Lock()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet("fishtalk-sim-media")
         self.closed = False
         self.publisher.on("datachannel", self._on_publisher_channel)
         self.subscriber_connected = asyncio.Event()
@@ -321,9 +322,7 @@ class ParticipantMedia:
     # --- lifecycle -------------------------------------------------------------------
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(coro)
 
     async def close(self) -> None:
         """Close both peer connections and stop every subscription."""
@@ -336,11 +335,7 @@ class ParticipantMedia:
         for sub in self._subscriptions.values():
             sub.track.stop()
         self._subscriptions.clear()
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self._tasks.cancel_all()
         await self.subscriber.close()
         await self.publisher.close()
 

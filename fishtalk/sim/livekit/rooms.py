@@ -174,13 +174,6 @@ class Room:
         except KeyError:
             raise RoomError(f"no participant {identity!r} in room {self.name!r}") from None
 
-    def by_sid(self, sid: str) -> Participant | None:
-        """The participant with this sid, if present."""
-        for participant in self.participants.values():
-            if participant.sid == sid:
-                return participant
-        return None
-
     def leave(
         self,
         identity: str,

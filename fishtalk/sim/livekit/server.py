@@ -23,7 +23,6 @@ WebRTC needs a non-loopback interface: run clients and server inside
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import time
@@ -38,6 +37,7 @@ from aiortc import MediaStreamTrack
 from livekit.api import AccessToken, VideoGrants
 from livekit.protocol import models, rtc
 
+from fishtalk.aio import TaskSet
 from fishtalk.sim.livekit.media import LOSSY, RELIABLE, ParticipantMedia, TrackRelay, stream_id
 from fishtalk.sim.livekit.rooms import Participant, Room, RoomError, RoomRegistry
 from fishtalk.sim.livekit.signalling import (
@@ -50,6 +50,11 @@ from fishtalk.sim.livekit.signalling import (
 )
 
 log = logging.getLogger(__name__)
+
+
+def _task_failed(task: asyncio.Task[Any], exc: BaseException) -> None:
+    log.warning("sim server task failed", exc_info=exc)
+
 
 ParticipantKindName = Literal["standard", "agent"]
 
@@ -96,7 +101,7 @@ class SimServer:
         self._tokens = TokenChecker(self.api_key, self.api_secret)
         self._sessions: dict[tuple[str, str], ParticipantSession] = {}
         self._published: dict[tuple[str, str], _PublishedTrack] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = TaskSet("fishtalk-sim-server", on_error=_task_failed)
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -131,11 +136,7 @@ class SimServer:
                     reason=models.DisconnectReason.SERVER_SHUTDOWN,
                 ),
             )
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self._tasks.cancel_all()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -442,14 +443,7 @@ class SimServer:
         self._changed.set()
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("sim server task failed", exc_info=task.exception())
+        self._tasks.spawn(coro)
 
     def _sessions_in(self, room: str) -> list[ParticipantSession]:
         return [s for s in self._sessions.values() if s.room == room]

@@ -10,27 +10,22 @@ asks for are recorded instead of executed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fishtalk import conversation as conv
 from fishtalk.audio.base import AudioBackend, AudioLevels, NullAudio
-from fishtalk.errors import EXIT_CONNECTION, EXIT_OK, EXIT_REJECTED
-
-_EXIT_CODES = {
-    conv.END_CONNECTION_LOST: EXIT_CONNECTION,
-    conv.END_CONNECTION_FAILED: EXIT_CONNECTION,
-    conv.END_SESSION_EXPIRED: EXIT_REJECTED,
-}
+from fishtalk.errors import FishtalkError
 
 
 @dataclass(frozen=True, slots=True)
 class ScriptedEnd:
-    """How a scripted session ended."""
+    """How a scripted session ended (the exit code comes from :mod:`fishtalk.errors`'s one
+    table, as for a real session)."""
 
     reason: str
-    exit_code: int
     message: str
+    error: FishtalkError | None = None
 
 
 class ScriptedSession:
@@ -78,10 +73,6 @@ class ScriptedSession:
             self._ended.set()
         return self._state
 
-    def feed_all(self, inputs: Iterable[conv.Input]) -> conv.State:
-        """Reduce a whole script."""
-        return self.feed(*inputs)
-
     # --- SessionLike ---------------------------------------------------------------------
 
     @property
@@ -103,8 +94,7 @@ class ScriptedSession:
         if not self._state.ended:
             await self._ended.wait()
         reason = self._state.end_reason or conv.END_USER_HANGUP
-        code = _EXIT_CODES.get(reason, EXIT_OK)
-        return ScriptedEnd(reason, code, conv.describe_end_reason(reason))
+        return ScriptedEnd(reason, conv.describe_end_reason(reason))
 
     def send_text(self, text: str, audio: bool | None = None) -> None:
         """Reduce a :class:`~fishtalk.conversation.SendText`."""

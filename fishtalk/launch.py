@@ -1,0 +1,489 @@
+"""From the CLI's world to a running call: settings and flags become the parts of a session.
+
+The one module (besides ``cli.py``) that knows both the application's
+:class:`~fishtalk.config.Settings` and the engine. It builds, for every front end (the chat
+TUI, the line mode, the demo, ``session create``):
+
+- the session request and the API client (:func:`session_request`, :func:`session_client`),
+  hence the grant source (:func:`grant_source`);
+- the audio backend factory (:func:`audio_factory`) and the tool runner
+  (:func:`tool_runner`), whose built-ins reach the front end through a
+  :class:`~fishtalk.host.HostLink`;
+- the :class:`~fishtalk.session.Session` itself (:func:`build_session`);
+
+chooses the front end (:func:`wants_tui`, :func:`run_chat`), starts the simulator for
+``fishtalk demo`` (:func:`run_demo`), and maps how a call ended to the process exit code
+(:func:`exit_code`, through the one table in :mod:`fishtalk.errors`).
+
+Heavy modules (livekit, textual, the sim) are imported inside the functions that need them:
+``cli.py`` imports this module lazily, but tests and benches import it directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import socket
+import struct
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, TextIO
+
+from fishtalk.errors import EXIT_CONNECTION, EXIT_INTERRUPTED, FishtalkError, exit_code_for
+
+if TYPE_CHECKING:
+    from fishtalk.api import LiveKitGrant, SessionClient, SessionRequest
+    from fishtalk.audio.base import AudioBackend
+    from fishtalk.config import Settings
+    from fishtalk.host import HostLink
+    from fishtalk.session import AudioFactory, EndResult, GrantSource, Session, Timeouts
+    from fishtalk.sim import SimInfo, SimThread
+    from fishtalk.sim.fish.scenario import Scenario
+    from fishtalk.tools.registry import Approver
+    from fishtalk.tools.runner import ToolRunner
+
+DEMO_AGENT: Final = "demo"
+"""The sim's built-in demo scenario (also its agent id)."""
+
+DEMO_BUILTINS: Final = ("get_local_context", "notify")
+"""Built-in tools the demo enables unless the user's config declares that name itself."""
+
+NO_WEBRTC_NETWORK: Final = (
+    "fishtalk demo needs a network interface other than loopback: WebRTC ignores 127.0.0.1, "
+    "and this host has no other IPv4 address (inside a sandbox, run it through "
+    f"`{sys.executable} -m fishtalk.sim.netns -- {sys.executable} -m fishtalk demo`)."
+)
+"""The no-network hint; the command names this interpreter by its full path, so it works
+from a venv that was never activated."""
+
+_SIOCGIFADDR: Final = 0x8915
+
+
+# --- the parts of a session ---------------------------------------------------------------
+
+
+def require_agent(settings: Settings) -> str:
+    """The agent id, or a ConfigError (exit 2) saying how to give one."""
+    from fishtalk.config import ConfigError
+
+    if not settings.session.agent_id:
+        raise ConfigError(
+            "no agent: pass --agent ID, set FISHTALK_AGENT, or set session.agent_id in the config"
+        )
+    return settings.session.agent_id
+
+
+def session_request(settings: Settings) -> SessionRequest:
+    """The ``POST /v1/agent/sessions`` body the settings ask for (the one place it is built).
+
+    Raises ConfigError when no agent id is set.
+    """
+    from fishtalk.api import SessionRequest
+
+    s = settings.session
+    return SessionRequest(
+        agent_id=require_agent(settings),
+        tool_events=s.tool_events,
+        language=s.language,
+        timezone=s.timezone,
+        dynamic_variables=dict(s.dynamic_variables) or None,
+        end_user_id=s.end_user_id,
+        metadata=s.metadata,
+    )
+
+
+def session_client(settings: Settings) -> SessionClient:
+    """A :class:`fishtalk.api.SessionClient` for the settings (key or public mode).
+
+    Raises ConfigError when neither an API key nor public mode with an origin is set.
+    """
+    from fishtalk.api import SessionClient
+    from fishtalk.config import ConfigError
+
+    api = settings.api
+    if api.public:
+        if not api.origin:
+            raise ConfigError(
+                "public mode needs an origin: pass --origin URL or set api.origin "
+                "(one of the agent's allowed origins)"
+            )
+        return SessionClient(api.url, api_key=None, origin=api.origin, timeout=api.timeout)
+    if api.api_key is None:
+        raise ConfigError(
+            "no API key: set FISH_API_KEY (or api.api_key in the config), "
+            "or use --public --origin URL for a public agent"
+        )
+    return SessionClient(api.url, api_key=api.api_key, origin=api.origin, timeout=api.timeout)
+
+
+def grant_source(settings: Settings) -> GrantSource:
+    """Where the session's grant comes from: the session API, as the settings say.
+
+    A request that cannot be built (no agent id) becomes a source that fails with that
+    error, so the session ends with it (exit 2) rather than raising here.
+    """
+    from fishtalk.session import CreateSession, Refused
+
+    try:
+        request = session_request(settings)
+    except FishtalkError as exc:
+        return Refused(exc)
+    return CreateSession(client=lambda: session_client(settings), request=request)
+
+
+def audio_factory(settings: Settings) -> AudioFactory | None:
+    """The audio backend the settings ask for (None: text-only, no devices opened).
+
+    Falling back to text-only (no devices, no PortAudio) is reported as a notice.
+    """
+    if settings.session.text_only or not settings.audio.enabled:
+        return None
+    audio_settings = settings.audio
+
+    def make(notice: Callable[[str], None]) -> AudioBackend:
+        from fishtalk.audio import open_backend
+        from fishtalk.audio.base import NullAudio
+
+        backend = open_backend(audio_settings, notice=notice)
+        if isinstance(backend, NullAudio):
+            notice(backend.description)
+        return backend
+
+    return make
+
+
+def tool_runner(
+    settings: Settings,
+    link: HostLink | None = None,
+    *,
+    answers_from: TextIO | None = None,
+    question_to: TextIO | None = None,
+    host_builtins: bool = True,
+) -> ToolRunner:
+    """The client-tool runner the settings declare.
+
+    With a ``link``, approval questions go to the front end bound to it. A front end that
+    asks on given streams passes them (``answers_from``, ``question_to``), and the one
+    approval policy (:func:`~fishtalk.tools.approval.choose_approver`) decides whether a
+    person can answer there: through pipes nobody can, so "ask" tools are declined. With
+    ``host_builtins`` the built-ins' toasts and clipboard go to the front end too.
+    """
+    from fishtalk.tools.approval import choose_approver
+    from fishtalk.tools.build import build_runner
+    from fishtalk.tools.builtins import BuiltinOptions
+
+    options = None
+    if link is not None and host_builtins:
+        options = BuiltinOptions(on_notify=link.notify, clipboard=link.copy)
+    approver: Approver | None = link.approve if link is not None else None
+    if approver is not None and (answers_from is not None or question_to is not None):
+        approver = choose_approver(approver, answers_from=answers_from, question_to=question_to)
+    return build_runner(settings, approver=approver, options=options)
+
+
+def build_session(
+    settings: Settings,
+    *,
+    tools: ToolRunner | None = None,
+    audio: AudioBackend | AudioFactory | None = None,
+    grant: LiveKitGrant | GrantSource | None = None,
+    timeouts: Timeouts | None = None,
+) -> Session:
+    """A :class:`~fishtalk.session.Session` made of the parts the settings describe.
+
+    ``tools`` defaults to the declared tools with nobody to approve (see
+    :func:`tool_runner`); ``audio`` to :func:`audio_factory`; ``grant`` (a ready grant)
+    (a ready grant or another source) replaces the API request; ``timeouts`` to the web SDK's.
+    """
+    from fishtalk.session import DEFAULT_TIMEOUTS, Session
+    from fishtalk.tools import ToolRegistry, ToolRunner
+
+    if tools is None:
+        tools = ToolRunner(ToolRegistry(), default_timeout=settings.session.client_tool_timeout)
+    return Session(
+        grant if grant is not None else grant_source(settings),
+        audio=audio if audio is not None else audio_factory(settings),
+        tools=tools,
+        spoken=not settings.session.text_only,
+        timeouts=timeouts if timeouts is not None else DEFAULT_TIMEOUTS,
+    )
+
+
+def exit_code(result: EndResult | None) -> int:
+    """The process exit code for how a call ended (None: it never ended, a failure)."""
+    if result is None:
+        return exit_code_for(None)
+    return exit_code_for(result.reason, result.error)
+
+
+# --- front ends -------------------------------------------------------------------------
+
+
+def wants_tui(
+    plain: bool | None, *, stdin: TextIO | None = None, stdout: TextIO | None = None
+) -> bool:
+    """Whether ``fishtalk chat`` opens the TUI: not asked for plain mode, and both ends of
+    the conversation are a terminal (pipes and redirects keep the line mode)."""
+    if plain:
+        return False
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    try:
+        return stdin.isatty() and stdout.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
+def run_tui(
+    settings: Settings,
+    *,
+    title: str = "",
+    grant: GrantSource | None = None,
+    note: str | None = None,
+    first_frame: threading.Event | None = None,
+) -> int:
+    """Run one session in the full-screen TUI; return the process exit code.
+
+    ``grant``: where the grant comes from (default: the session API, as the settings say);
+    ``note``: a notice shown from the first frame (what happens before connecting);
+    ``first_frame``: set once the first frame is drawn.
+    """
+    from fishtalk.config import ConfigError
+    from fishtalk.host import HostLink
+    from fishtalk.tui import keys
+    from fishtalk.tui.run import run_app
+
+    try:
+        keys.keymap(settings.ui.keys)
+    except ValueError as exc:
+        raise ConfigError(f"[ui.keys]: {exc}") from None
+    link = HostLink()
+    session = build_session(settings, tools=tool_runner(settings, link), grant=grant)
+    if note:
+        session.notice(note)
+    code = run_app(
+        session,
+        link=link,
+        title=title or (settings.session.agent_id or ""),
+        keymap=settings.ui.keys,
+        first_frame=first_frame,
+    )
+    return code if code is not None else EXIT_CONNECTION
+
+
+def run_plain(
+    settings: Settings,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    debug: bool = False,
+) -> int:
+    """Run one session in line mode; return the process exit code."""
+    from fishtalk import plain
+    from fishtalk.host import HostLink
+
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    link = HostLink()
+    tools = tool_runner(settings, link, answers_from=stdin, question_to=stdout, host_builtins=False)
+    session = build_session(settings, tools=tools)
+    result = plain.run_plain(
+        session, link=link, stdin=stdin, stdout=stdout, stderr=stderr, debug=debug
+    )
+    return EXIT_INTERRUPTED if result is None else exit_code(result)
+
+
+def run_chat(settings: Settings, *, debug: bool = False) -> int:
+    """``fishtalk chat``: the TUI on a terminal, line mode otherwise; the exit code."""
+    if wants_tui(settings.ui.plain):
+        return run_tui(settings)
+    return run_plain(settings, debug=debug)
+
+
+# --- the demo ---------------------------------------------------------------------------
+
+
+def has_webrtc_network() -> bool:
+    """Whether any non-loopback interface has an IPv4 address (Linux; True elsewhere).
+
+    libwebrtc never gathers candidates on loopback, so without such an interface a local
+    connection can only time out. Asks the kernel only: no packet is sent.
+    """
+    if not sys.platform.startswith("linux"):
+        return True
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError:
+        return True
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for name in names:
+            if name == "lo":
+                continue
+            request = struct.pack("256s", name.encode()[:15])
+            try:
+                answer = fcntl.ioctl(sock.fileno(), _SIOCGIFADDR, request)
+            except OSError:
+                continue  # no IPv4 address on this interface
+            address = socket.inet_ntoa(answer[20:24])
+            if not address.startswith("127."):
+                return True
+    return False
+
+
+def demo_settings(
+    load: Callable[[dict[str, object]], Settings], api_url: str, dev_key: str
+) -> Settings:
+    """The user's settings (config file, environment, flags: keys, audio, declared tools)
+    pointed at the sim, plus the harmless built-ins the tour calls.
+
+    A name the user declared (say their own ``notify`` command) keeps their declaration:
+    forcing ``builtin = true`` onto a command would be a config error.
+    """
+    base: dict[str, object] = {
+        "api.url": api_url,
+        "api.api_key": dev_key,
+        "api.public": False,
+        "session.agent_id": DEMO_AGENT,
+    }
+    settings = load(base)
+    missing = {
+        f"tools.{name}.builtin": True for name in DEMO_BUILTINS if name not in settings.tools
+    }
+    return load({**base, **missing}) if missing else settings
+
+
+STARTING_SIM: Final = "Starting the simulated agent…"
+"""What the demo's TUI shows while the sim starts behind it."""
+
+
+class SimStartError(FishtalkError):
+    """The demo's simulator could not start (exit 7, like a connection never established)."""
+
+    exit_code = EXIT_CONNECTION
+
+
+class _BackgroundSim:
+    """The demo's simulator, started on a worker thread when the session asks for a grant,
+    so the TUI draws its first frame before the sim's heavy imports (aiortc...)."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self._scenario = scenario
+        self._sim: SimThread | None = None
+        self._settled = threading.Event()
+
+    def start(self) -> SimInfo:
+        """Import and start the sim (blocking); raises SimStartError."""
+        try:
+            from fishtalk.sim import SimThread
+
+            self._sim = SimThread(self._scenario)
+            try:
+                return self._sim.start()
+            except (OSError, TimeoutError) as exc:
+                raise SimStartError(f"the simulator could not start: {exc}") from None
+        finally:
+            self._settled.set()
+
+    def stop(self) -> None:
+        """Stop the sim, once a start under way has settled."""
+        if self._sim is None and not self._settled.is_set():
+            return  # never asked to start
+        self._settled.wait(30)
+        if self._sim is not None:
+            with contextlib.suppress(Exception):
+                self._sim.stop()
+
+
+FIRST_FRAME_WAIT: Final = 5.0
+"""The longest the sim start waits for the TUI's first frame."""
+
+
+@dataclass(frozen=True, slots=True)
+class _DemoGrant:
+    """A grant source that starts the sim once the TUI's first frame is drawn (``after``,
+    if given), then creates the session on it."""
+
+    sim: _BackgroundSim
+    settings: Settings
+    after: threading.Event | None = None
+
+    async def obtain(self) -> LiveKitGrant:
+        from fishtalk.aio import in_daemon_thread
+        from fishtalk.api import SessionClient
+        from fishtalk.session import CreateSession
+
+        after = self.after
+        if after is not None and not after.is_set():
+            await in_daemon_thread(lambda: after.wait(FIRST_FRAME_WAIT), name="fishtalk-frame")
+        info = await in_daemon_thread(self.sim.start, name="fishtalk-sim-start")
+        timeout = self.settings.api.timeout
+        client = SessionClient(info.api_url, api_key=info.dev_key, timeout=timeout)
+        return await CreateSession(client, session_request(self.settings)).obtain()
+
+
+def run_demo(
+    load: Callable[[dict[str, object]], Settings], *, scenario: str | Path = DEMO_AGENT
+) -> int:
+    """Start the sim in-process with its demo scenario and open the TUI on it (line mode
+    when stdin/stdout are not a terminal or ``ui.plain`` is set); the exit code.
+
+    ``load`` builds settings from dotted overrides (the CLI's ``load``), so the user's
+    config still applies (keys, audio devices) while the API points at the sim.
+    ``scenario`` is a built-in name (``demo``, ``converse``) or a scenario TOML file; a bad
+    one raises :class:`~fishtalk.sim.fish.scenario.ScenarioError` (one line, exit 2) before
+    anything starts. In the TUI the sim starts behind the first frame, which says so.
+    """
+    from fishtalk.sim.fish.scenario import load_scenario
+
+    chosen = load_scenario(scenario)
+    if not has_webrtc_network():
+        sys.stderr.write(f"fishtalk: {NO_WEBRTC_NETWORK}\n")
+        return EXIT_CONNECTION
+    sim = _BackgroundSim(chosen)
+    try:
+        # The API settings are the sim's, known once it runs; everything else is the user's.
+        settings = demo_settings(load, "http://127.0.0.1", "sim")
+        if not wants_tui(settings.ui.plain):
+            # Piped or --plain in the config: the same tour in line mode, sim first.
+            try:
+                info = sim.start()
+            except SimStartError as exc:
+                sys.stderr.write(f"fishtalk: {exc}\n")
+                return EXIT_CONNECTION
+            return run_plain(demo_settings(load, info.api_url, info.dev_key))
+        title = "demo (simulated agent)"
+        if chosen.name != DEMO_AGENT:
+            title = f"{chosen.name} (simulated agent)"
+        drawn = threading.Event()
+        grant = _DemoGrant(sim, settings, after=drawn)
+        return run_tui(settings, title=title, grant=grant, note=STARTING_SIM, first_frame=drawn)
+    finally:
+        sim.stop()
+
+
+__all__ = [
+    "DEMO_AGENT",
+    "DEMO_BUILTINS",
+    "NO_WEBRTC_NETWORK",
+    "STARTING_SIM",
+    "SimStartError",
+    "audio_factory",
+    "build_session",
+    "demo_settings",
+    "exit_code",
+    "grant_source",
+    "has_webrtc_network",
+    "require_agent",
+    "run_chat",
+    "run_demo",
+    "run_plain",
+    "run_tui",
+    "session_client",
+    "session_request",
+    "tool_runner",
+    "wants_tui",
+]

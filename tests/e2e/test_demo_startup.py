@@ -1,0 +1,95 @@
+"""`fishtalk demo` draws its first frame before the simulator's heavy imports: the sim
+starts behind the TUI, which says so, and the call then connects as usual."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.webrtc
+
+_PROBE = textwrap.dedent(
+    """
+    import asyncio, json, sys, threading
+    from fishtalk.config import load_settings
+    from fishtalk.launch import (
+        STARTING_SIM, _BackgroundSim, _DemoGrant, build_session, demo_settings
+    )
+    from fishtalk.paths import CONFIG_PATH_ENV
+    from fishtalk.sim.fish.scenario import load_scenario
+    from fishtalk.tui.app import FishtalkApp
+
+    HEAVY = ("aiortc",)  # what the LiveKit-protocol server stands on
+
+    def load(overrides):
+        env = {CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"}
+        return load_settings(env=env, overrides={**overrides, "session.text_only": True})
+
+    report = {}
+
+    class Watched(_BackgroundSim):
+        def start(self):
+            # The moment the sim's imports begin: the first frame must be out already.
+            report["drawn_before_sim"] = drawn.is_set()
+            report["heavy_before_sim"] = [m for m in HEAVY if m in sys.modules]
+            report["notice_before_sim"] = [n.text for n in session.state.notices]
+            return super().start()
+
+    drawn = threading.Event()
+
+    async def main():
+        global session
+        sim = Watched(load_scenario("converse"))
+        settings = demo_settings(load, "http://127.0.0.1", "sim")
+        session = build_session(settings, grant=_DemoGrant(sim, settings, after=drawn))
+        session.notice(STARTING_SIM)
+        app = FishtalkApp(session, title="demo", ended_linger=None)
+        app.first_frame = drawn
+        try:
+            async with app.run_test(size=(100, 30)) as pilot:
+                for _ in range(600):
+                    if session.state.status == "connected" and session.state.agent_ready:
+                        break
+                    await pilot.pause(0.05)
+                report["status"] = session.state.status
+                report["later_heavy"] = [m for m in HEAVY if m in sys.modules]
+                session.hangup()
+                for _ in range(200):
+                    if session.state.ended:
+                        break
+                    await pilot.pause(0.05)
+                report["reason"] = session.state.end_reason
+        finally:
+            await asyncio.to_thread(sim.stop)
+        print(json.dumps(report))
+
+    asyncio.run(main())
+    from fishtalk.native import exit_process
+    exit_process(0)
+    """
+)
+
+
+def test_the_demo_draws_before_the_sim_is_imported() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FISH_", "FISHTALK_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["drawn_before_sim"] is True
+    assert report["heavy_before_sim"] == []
+    assert report["notice_before_sim"] == ["Starting the simulated agent…"]
+    assert report["status"] == "connected"
+    assert report["later_heavy"] == ["aiortc"]
+    assert report["reason"] == "user_hangup"

@@ -1,0 +1,72 @@
+"""The engine's layers: the session knows nothing of the CLI's world, the TUI neither the
+sim nor the line mode, and the scripted session (fishtalk.testing) no pytest."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "fishtalk"
+
+_PROBE = """
+import importlib, json, sys
+importlib.import_module(sys.argv[1])
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def loaded(module: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, module],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout))
+
+
+def imported_names(path: Path) -> set[str]:
+    """Every module a file imports (at any level, TYPE_CHECKING blocks included)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+@pytest.mark.parametrize("module", ["fishtalk.session", "fishtalk.host", "fishtalk.aio"])
+def test_the_engine_does_not_import_the_cli_world(module: str) -> None:
+    modules = loaded(module)
+    assert "fishtalk.config" not in modules
+    assert "fishtalk.cli" not in modules
+    assert "fishtalk.launch" not in modules
+    assert "typer" not in modules
+
+
+def test_session_source_names_no_settings() -> None:
+    names = imported_names(PACKAGE / "session.py")
+    assert not {n for n in names if n.startswith(("fishtalk.config", "fishtalk.launch"))}
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "tui").rglob("*.py")), ids=str)
+def test_tui_imports_neither_sim_nor_plain(path: Path) -> None:
+    names = imported_names(path)
+    banned = {n for n in names if n.startswith(("fishtalk.sim", "fishtalk.plain"))}
+    assert not banned, f"{path.name} imports {banned}"
+    assert "fishtalk.launch" not in names
+
+
+def test_testing_package_needs_no_pytest() -> None:
+    modules = loaded("fishtalk.testing.scripted")
+    assert "pytest" not in modules
+    assert "fishtalk.tui.app" not in modules
