@@ -231,13 +231,10 @@ class JoinGate:
 
         @web.middleware
         async def gate(request: web.Request, handler: Handler) -> web.StreamResponse:
-            fresh_join = request.path == "/rtc" and request.query.get("reconnect") not in {
-                "1",
-                "true",
-            }
-            if fresh_join or request.path == "/rtc/validate":
-                header = request.headers.get("Authorization", "")
-                token = header[7:].strip() if header.lower().startswith("bearer ") else None
+            resuming = request.query.get("reconnect") in {"1", "true"}
+            fresh_join = request.path in _JOIN_PATHS and not resuming
+            if fresh_join or request.path in _VALIDATE_PATHS:
+                token = access_token(request)
                 reason = self.check(token)
                 if reason is not None:
                     return web.Response(status=401, text=reason)
@@ -247,6 +244,19 @@ class JoinGate:
             return await handler(request)
 
         return gate
+
+
+_JOIN_PATHS: Final = frozenset({"/rtc", "/rtc/v1"})
+_VALIDATE_PATHS: Final = frozenset({"/rtc/validate", "/rtc/v1/validate"})
+
+
+def access_token(request: web.Request) -> str | None:
+    """The token wherever a client puts it: ``Authorization: Bearer`` (the Python SDK) or
+    the ``access_token`` query parameter (livekit-client in a browser)."""
+    header = request.headers.get("Authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip() or None
+    return request.query.get("access_token") or None
 
 
 # --- errors ---------------------------------------------------------------------------

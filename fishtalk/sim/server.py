@@ -30,9 +30,10 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from aiortc import MediaStreamTrack
 from livekit.api import AccessToken, VideoGrants
 from livekit.protocol import models, rtc
@@ -51,6 +52,44 @@ from fishtalk.sim.signalling import (
 log = logging.getLogger(__name__)
 
 ParticipantKindName = Literal["standard", "agent"]
+
+
+CORS_ALLOW_METHODS: Final = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
+CORS_MAX_AGE: Final = "600"
+
+
+def _cors_headers(request: web.BaseRequest) -> dict[str, str]:
+    # Like livekit-server: every origin is allowed on every HTTP route, because the
+    # access token (or the API key) is the authentication, not the origin.
+    origin = request.headers.get("Origin")
+    headers = {
+        "Access-Control-Allow-Origin": origin or "*",
+        "Access-Control-Expose-Headers": "*",
+    }
+    if origin:
+        headers["Vary"] = "Origin"
+    return headers
+
+
+@web.middleware
+async def cors_preflight(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Answer a CORS preflight (``OPTIONS`` with ``Access-Control-Request-Method``) on any path."""
+    if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+        headers = {
+            "Access-Control-Allow-Methods": CORS_ALLOW_METHODS,
+            "Access-Control-Max-Age": CORS_MAX_AGE,
+        }
+        asked = request.headers.get("Access-Control-Request-Headers")
+        if asked:
+            headers["Access-Control-Allow-Headers"] = asked
+        return web.Response(status=204, headers=headers)
+    return await handler(request)
+
+
+async def add_cors_headers(request: web.BaseRequest, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: the CORS headers on every answer (errors and upgrades too)."""
+    for name, value in _cors_headers(request).items():
+        response.headers.setdefault(name, value)
 
 
 @dataclass
@@ -99,7 +138,8 @@ class SimServer:
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
-        self.app = web.Application()
+        self.app = web.Application(middlewares=[cors_preflight])
+        self.app.on_response_prepare.append(add_cors_headers)
         self.app.add_routes(
             make_handlers(self, ping_interval=ping_interval, ping_timeout=ping_timeout)
         )

@@ -423,8 +423,14 @@ def join_response(
 
 
 async def handle_rtc_v1(request: web.Request) -> web.Response:
-    """``/rtc/v1``: answered 404 so the SDK falls back to two-PC ``/rtc``."""
-    return web.Response(status=404, text="single peer connection mode is not supported")
+    """``/rtc/v1`` and ``/rtc/v1/validate``: answered exactly as a pre-v1 livekit-server
+    (whose router has no such path) answers, so both SDKs fall back to two-PC ``/rtc``.
+
+    Both SDKs log that fallback themselves (livekit's Rust core warns on any v1 failure;
+    livekit-client warns "v1 RTC path not found"); clients that know they talk to this
+    server skip it with ``singlePeerConnection: false`` / ``single_peer_connection=False``.
+    """
+    return web.Response(status=404, text="404 page not found\n")
 
 
 def make_handlers(hub: Hub, *, ping_interval: int, ping_timeout: int) -> list[web.RouteDef]:
