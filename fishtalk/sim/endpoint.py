@@ -17,6 +17,9 @@ the real API (see shared/spec/contract-notes.md and Fish's agent-errors page):
   agent joins the same room as identity ``agent``. The token is single-use: see
   :class:`JoinGate`.
 * ``POST /v1/agent/sessions/{id}/end`` -> 204 (repeatable); unknown id -> 404.
+* Once a session has ended, its room is deleted after ``room_grace`` seconds (10 by
+  default, Fish's grace period): anyone still connected is disconnected with reason
+  ``ROOM_DELETED`` and the room's tokens no longer join.
 * ``GET /v1/agent/sessions/{id}`` -> ``{session_id, agent_id, status (pending | active |
   completed), created_at, expires_at, max_duration_seconds}`` (the real one adds timing
   and a timeline); unknown id -> 404.
@@ -82,6 +85,9 @@ AGENT_IDENTITY: Final = "agent"
 """The simulated agent's participant identity in every room."""
 
 SESSIONS_PATH: Final = "/v1/agent/sessions"
+
+ROOM_GRACE_SECONDS: Final = 10.0
+"""After ``session.ended``, how long the room lives on before it is deleted (Fish's grace)."""
 
 _PUBLIC_OVERRIDES: Final = frozenset({"language", "voice_id"})
 
@@ -365,8 +371,12 @@ class SessionEndpoint:
         slow_seconds: float = 30.0,
         on_session: Callable[[SimSession], None] | None = None,
         max_duration_for: Callable[[str], int | None] | None = None,
+        room_grace: float = ROOM_GRACE_SECONDS,
     ) -> None:
         self._server = server
+        self.room_grace = room_grace
+        """Seconds between a session's end and its room's deletion."""
+        self._deletions: set[asyncio.Task[None]] = set()
         self._dev_key = dev_key
         self.allowed_origins = frozenset(o.rstrip("/") for o in allowed_origins)
         self.max_duration_seconds = max_duration_seconds
@@ -392,8 +402,24 @@ class SessionEndpoint:
         session = self.sessions.get(session_id)
         if session is None:
             return
+        if session.status != "completed":
+            self._schedule_room_deletion(session)
         session.status = "completed"
         session.end_requested.set()
+
+    def _schedule_room_deletion(self, session: SimSession) -> None:
+        # Like a Fish room: once the session has ended, whoever is still in the room is
+        # disconnected after the grace period (reason ROOM_DELETED) and the room is gone.
+        close_room = getattr(self._server, "close_room", None)
+        if close_room is None:
+            return
+
+        def delete() -> None:
+            task: asyncio.Task[None] = asyncio.ensure_future(close_room(session.room))
+            self._deletions.add(task)
+            task.add_done_callback(self._deletions.discard)
+
+        asyncio.get_running_loop().call_later(self.room_grace, delete)
 
     # -- request handling --
 
@@ -577,6 +603,7 @@ __all__ = [
     "DEFAULT_ALLOWED_ORIGINS",
     "DEFAULT_DEV_KEY",
     "RESERVED_AGENT_IDS",
+    "ROOM_GRACE_SECONDS",
     "SESSIONS_PATH",
     "JoinGate",
     "SessionBody",
