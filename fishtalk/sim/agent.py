@@ -89,6 +89,9 @@ log = logging.getLogger(__name__)
 
 INTERIM_EVERY: Final = 0.5
 """Seconds between interim user transcripts while the user makes sound."""
+MAX_UTTERANCE: Final = 15.0
+"""Longest user segment: sound that goes on longer is finalised at this length and the
+rest starts a new segment (speech-to-text endpointing does the same)."""
 CONNECT_TIMEOUT: Final = 30.0
 """How long the agent tries to join its room."""
 USER_GRACE: Final = 20.0
@@ -153,6 +156,9 @@ def _short(value: Any, limit: int = 100) -> str:
 
 class SimAgent:
     """The simulated agent for one session; :meth:`run` returns once it has left."""
+
+    max_utterance: float = MAX_UTTERANCE
+    """Seconds after which a user segment still sounding is finalised anyway."""
 
     def __init__(
         self,
@@ -856,9 +862,16 @@ class SimAgent:
                     self._touch()
                 elif outcome == "continue":
                     span += pcm.size
+                    self._touch()  # heard sound is activity: no "are you still there?"
                 if outcome in {"start", "continue"} and detector.active:
+                    if span / rate >= self.max_utterance:
+                        # Endpoint a never-ending sound; what follows is a new segment.
+                        heard = analyse(detector.utterance, rate)
+                        detector.reset()
+                        self.note(f"finalised a segment at {self.max_utterance:.0f} s")
+                        await self._heard(identity, segment, heard, over_my_voice, track_sid)
                     # Analyse only when an interim is due: the FFTs are not free.
-                    if span / rate - last_interim >= INTERIM_EVERY:
+                    elif span / rate - last_interim >= INTERIM_EVERY:
                         last_interim = span / rate
                         heard = analyse(detector.utterance, rate)
                         await self.publish_user_transcript(
@@ -870,20 +883,21 @@ class SimAgent:
                         )
                 elif outcome == "end":
                     heard = analyse(detector.utterance, rate)
-                    await self.publish_user_transcript(
-                        identity,
-                        segment,
-                        describe(heard, final=True),
-                        final=True,
-                        track_sid=track_sid,
-                    )
-                    self._touch()
-                    if over_my_voice:
-                        self.note("heard sound over my own voice; not answering it")
-                    else:
-                        self._inbox.put_nowait(_HeardSpeech(heard))
+                    await self._heard(identity, segment, heard, over_my_voice, track_sid)
         finally:
             await stream.aclose()
+
+    async def _heard(
+        self, identity: str, segment: str, heard: Heard, over_my_voice: bool, track_sid: str
+    ) -> None:
+        await self.publish_user_transcript(
+            identity, segment, describe(heard, final=True), final=True, track_sid=track_sid
+        )
+        self._touch()
+        if over_my_voice:
+            self.note("heard sound over my own voice; not answering it")
+        else:
+            self._inbox.put_nowait(_HeardSpeech(heard))
 
     def _speaking_or_just_spoke(self) -> bool:
         return self.state == "speaking" or time.monotonic() - self._spoke_at < ECHO_TAIL
