@@ -352,6 +352,8 @@ class SimAgent:
         if self._script is not None and self._script is not asyncio.current_task():
             self._script.cancel()
         self._interrupt_speech()
+        # The session is over from now on: its token must not rejoin, even before we left.
+        self.session.status = "completed"
         with contextlib.suppress(Exception):
             await self._send(p.SessionEnded(reason=reason))
             await self._set_state("idle")

@@ -200,8 +200,9 @@ class JoinGate:
     """Single-use user tokens, enforced on the signalling routes by :meth:`middleware`.
 
     A session's user token admits one participant at a time: a fresh join (``GET /rtc``
-    without ``reconnect=1``) is refused while that identity is still in the room (a real
-    LiveKit server would kick the older connection instead), and every join is refused
+    without ``reconnect=1``) is refused while that identity is connected (a real
+    LiveKit server would kick the older connection instead; a participant whose socket
+    dropped may rejoin in full, as livekit-client does), and every join is refused
     once the session has ended. Resumes pass untouched, and so does the SDK's full rejoin
     after a server-forced reconnect, because the server has removed the old participant
     by then. A first join after ``expires_at`` is refused too. ``/rtc/validate`` answers
@@ -356,7 +357,7 @@ class SessionEndpoint:
     spawner can start the simulated agent for it. ``max_duration_for`` may choose a
     session's ``max_duration_seconds`` per agent id (default ``max_duration_seconds``).
     ``occupied(room, identity)`` tells the token gate whether a participant is connected
-    (pass ``lambda r, i: i in server.participants(r)``).
+    (pass ``server.is_connected``).
     """
 
     def __init__(
@@ -377,6 +378,7 @@ class SessionEndpoint:
         self.room_grace = room_grace
         """Seconds between a session's end and its room's deletion."""
         self._deletions: set[asyncio.Task[None]] = set()
+        self._ended: set[str] = set()
         self._dev_key = dev_key
         self.allowed_origins = frozenset(o.rstrip("/") for o in allowed_origins)
         self.max_duration_seconds = max_duration_seconds
@@ -402,7 +404,8 @@ class SessionEndpoint:
         session = self.sessions.get(session_id)
         if session is None:
             return
-        if session.status != "completed":
+        if session_id not in self._ended:
+            self._ended.add(session_id)
             self._schedule_room_deletion(session)
         session.status = "completed"
         session.end_requested.set()

@@ -279,6 +279,16 @@ class SimServer:
         found = self.rooms.get(room)
         return list(found.participants) if found is not None else []
 
+    def is_connected(self, room: str, identity: str) -> bool:
+        """Whether ``identity`` is in ``room`` with its signalling socket up.
+
+        A participant whose socket dropped is still in the room (waiting for a resume),
+        but a fresh join with its token is then the same client rejoining in full, which
+        livekit-client does after a failed resume: the single-use gate lets that in.
+        """
+        session = self._sessions.get((room, identity))
+        return session is not None and session.ws is not None and not session.ws.closed
+
     def participant(self, room: str, identity: str) -> Participant | None:
         """The server's record of a participant (attributes, tracks, sid), if present."""
         found = self.rooms.get(room)

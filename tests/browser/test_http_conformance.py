@@ -54,7 +54,7 @@ async def sim() -> AsyncIterator[_Sim]:
     server = SimServer()
     endpoint = SessionEndpoint(
         server,
-        occupied=lambda room, identity: identity in server.participants(room),
+        occupied=server.is_connected,
         allowed_origins=[OTHER_ORIGIN],
     )
     endpoint.install(server.app)
