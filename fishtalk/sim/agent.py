@@ -241,7 +241,12 @@ class SimAgent:
         try:
             try:
                 await asyncio.wait_for(
-                    self.room.connect(self._server.ws_url, self.session.agent_token),
+                    self.room.connect(
+                        self._server.ws_url,
+                        self.session.agent_token,
+                        # The sim serves no /rtc/v1: skip the attempt and the SDK's warnings.
+                        rtc.RoomOptions(single_peer_connection=False),
+                    ),
                     CONNECT_TIMEOUT,
                 )
             except (rtc.ConnectError, TimeoutError) as exc:

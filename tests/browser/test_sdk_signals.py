@@ -230,3 +230,26 @@ async def test_room_deleted_after_the_session_ended() -> None:
                 assert reason == rtc.DisconnectReason.ROOM_DELETED
             finally:
                 await room.disconnect()
+
+
+async def test_the_sim_agent_connects_without_sdk_warnings() -> None:
+    # `fishtalk sim serve` starts one agent per session: its own connect must be quiet.
+    records = _Records()
+    root = logging.getLogger()
+    root.addHandler(records)
+    try:
+        async with run_sim() as sim:
+            async with httpx.AsyncClient(base_url=sim.api_url, timeout=10) as http:
+                r = await http.post(
+                    SESSIONS_PATH,
+                    json={"agent_id": "demo"},
+                    headers={"Authorization": f"Bearer {sim.dev_key}"},
+                )
+            session = sim.endpoint.sessions[r.json()["session_id"]]
+            await sim.server.wait_for_participants(session.room, {"agent"}, within=20)
+            agent = await sim.agent(session.session_id)
+            await agent.wait_note("joined")
+            warnings = [r for r in records.records if r.levelno >= logging.WARNING]
+            assert warnings == []
+    finally:
+        root.removeHandler(records)

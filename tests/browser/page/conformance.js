@@ -259,6 +259,8 @@
       };
     });
 
+    if (cfg.stopAfterTurn) return; // bench/bench_browser.py: the timed steps only
+
     await step(result, "interrupt", async () => {
       await until("listening", () => call.states[call.states.length - 1] === "listening", W);
       const words = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty";
