@@ -134,13 +134,16 @@ async def python_run(sim: SimHandle) -> dict[str, float]:
         if p.ATTR_AGENT_STATE in changed:
             states.append(changed[p.ATTR_AGENT_STATE])
 
-    async def read(reader: rtc.TextStreamReader) -> None:
+    async def read(reader: rtc.TextStreamReader, opened: float) -> None:
+        # As in the page: the reply segment's stream opening is the first reply text.
+        text = ""
         async for chunk in reader:
-            if "You said" in chunk and not reply_chunk.done():
-                reply_chunk.set_result(time.perf_counter())
+            text += chunk
+            if "You said" in text and not reply_chunk.done():
+                reply_chunk.set_result(opened)
 
     def on_text(reader: rtc.TextStreamReader, identity: str) -> None:
-        task = asyncio.ensure_future(read(reader))
+        task = asyncio.ensure_future(read(reader, time.perf_counter()))
         tasks.add(task)
 
     room.on("track_subscribed", on_track)
@@ -153,6 +156,8 @@ async def python_run(sim: SimHandle) -> dict[str, float]:
         await wait_until(lambda: bool(sound), within=20, interval=0.005)
         figures["first_audio"] = (sound[0] - started) * 1000
         await wait_until(lambda: states[-1:] == ["listening"], within=20)
+        # As in the page: the greeting's last audio may still be playing out.
+        await wait_until(lambda: time.perf_counter() - sound[-1] > 0.3, within=20)
         sent = time.perf_counter()
         await room.local_participant.publish_data(
             p.encode_client_event(p.UserMessage(text=TURN)),

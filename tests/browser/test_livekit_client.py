@@ -144,6 +144,11 @@ async def test_livekit_client_in_chromium(sim: SimHandle, page_origin: str) -> N
     assert {"thinking", "speaking", "listening"} <= set(result["states"])
     assert result["audio"]["maxRms"] > 0.001
     assert result["greeting"] == {"ms": result["greeting"]["ms"], "text": GREETING, "final": True}
+    # Server-side signals: the agent as active speaker while it talks, and quality.
+    assert ["agent"] in result["speakers"], result["speakers"]
+    assert [] in result["speakers"], result["speakers"]
+    assert [result["connect"]["identity"], "excellent"] in result["qualities"]
+    assert ["agent", "excellent"] in result["qualities"]
     # A typed turn, answered with words and audio.
     turn = result["typedTurn"]
     assert turn["text"].startswith("You said: hello from the browser")

@@ -47,6 +47,8 @@
       this.firstSoundAt = null;
       this.soundSince = null;
       this.tools = {};
+      this.speakers = [];
+      this.qualities = [];
     }
 
     async createSession(headers) {
@@ -80,6 +82,12 @@
       });
       room.on(E.TrackSubscribed, (track) => {
         if (track.kind === LK.Track.Kind.Audio) this.listen(track);
+      });
+      room.on(E.ActiveSpeakersChanged, (speakers) => {
+        this.speakers.push(speakers.map((p) => p.identity));
+      });
+      room.on(E.ConnectionQualityChanged, (quality, participant) => {
+        this.qualities.push([participant.identity, quality]);
       });
       room.on(E.Reconnecting, () => this.reconnecting++);
       room.on(E.SignalReconnecting, () => this.signalReconnecting++);
@@ -120,6 +128,7 @@
         for (const v of buf) sum += v * v;
         const rms = Math.sqrt(sum / buf.length);
         this.level = Math.max(this.level, rms);
+        if (rms > 0.001) this.lastSoundAt = now();
         if (rms > 0.001 && this.firstSoundAt === null) this.firstSoundAt = now();
         if (rms > 0.001 && this.soundSince !== null && this.soundAfter === undefined) {
           this.soundAfter = now();
@@ -188,6 +197,8 @@
     result.agentEvents = call.agentEvents.map((e) => e.type);
     result.disconnects = call.disconnects;
     result.maxLevel = call.level;
+    result.speakers = call.speakers;
+    result.qualities = call.qualities;
     result.segments = Array.from(call.segments.values()).map((s) => ({
       identity: s.identity,
       text: s.text,
@@ -242,6 +253,8 @@
 
     await step(result, "typedTurn", async () => {
       await until("listening", () => call.states[call.states.length - 1] === "listening", W);
+      // The greeting's last audio may still be playing out: start from quiet.
+      await until("quiet", () => now() - call.lastSoundAt > 600, W);
       const sent = now();
       call.soundSince = sent;
       call.soundAfter = undefined;
