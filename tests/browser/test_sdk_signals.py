@@ -253,3 +253,26 @@ async def test_the_sim_agent_connects_without_sdk_warnings() -> None:
             assert warnings == []
     finally:
         root.removeHandler(records)
+
+
+async def test_simulated_disconnect_signal_on_resume(
+    connect: Connect, sim_server: SimServer
+) -> None:
+    # The server drops the resumed socket once: the SDK recovers (livekit's Rust core
+    # escalates to a full reconnect) and the participant is back and working.
+    alice = await connect("alice")
+    bob = await connect("bob")
+    before = sim_server.participant(ROOM, "alice")
+    assert before is not None
+    await alice.room.simulate_scenario(
+        rtc.SimulateScenarioKind.SIMULATE_DISCONNECT_SIGNAL_ON_RESUME
+    )
+    await alice.events.wait("reconnected", within=30)
+    assert alice.events.seen["disconnected"] == []
+    await wait_until(
+        lambda: (p := sim_server.participant(ROOM, "alice")) is not None and p.sid != before.sid,
+        within=20,
+    )
+    await alice.room.local_participant.publish_data(b"still here", reliable=True)
+    (packet,) = await bob.events.next("data_received", within=10)
+    assert packet.data == b"still here"
