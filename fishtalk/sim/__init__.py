@@ -169,7 +169,7 @@ async def run_sim(
         dev_key=dev_key,
         allowed_origins=allowed_origins or DEFAULT_ALLOWED_ORIGINS,
         max_duration_seconds=max_duration_seconds,
-        occupied=lambda room, identity: identity in server.participants(room),
+        occupied=server.is_connected,
         max_duration_for=lambda agent_id: scenario_for(agent_id).agent.max_duration_seconds,
     )
     handle = SimHandle(server=server, endpoint=endpoint, dev_key=dev_key)

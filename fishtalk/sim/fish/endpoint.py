@@ -17,6 +17,9 @@ the real API (see shared/spec/contract-notes.md and Fish's agent-errors page):
   agent joins the same room as identity ``agent``. The token is single-use: see
   :class:`JoinGate`.
 * ``POST /v1/agent/sessions/{id}/end`` -> 204 (repeatable); unknown id -> 404.
+* Once a session has ended, its room is deleted after ``room_grace`` seconds (10 by
+  default, Fish's grace period): anyone still connected is disconnected with reason
+  ``ROOM_DELETED`` and the room's tokens no longer join.
 * ``GET /v1/agent/sessions/{id}`` -> ``{session_id, agent_id, status (pending | active |
   completed), created_at, expires_at, max_duration_seconds}`` (the real one adds timing
   and a timeline); unknown id -> 404.
@@ -82,6 +85,9 @@ AGENT_IDENTITY: Final = "agent"
 """The simulated agent's participant identity in every room."""
 
 SESSIONS_PATH: Final = "/v1/agent/sessions"
+
+ROOM_GRACE_SECONDS: Final = 10.0
+"""After ``session.ended``, how long the room lives on before it is deleted (Fish's grace)."""
 
 _PUBLIC_OVERRIDES: Final = frozenset({"language", "voice_id"})
 
@@ -194,8 +200,9 @@ class JoinGate:
     """Single-use user tokens, enforced on the signalling routes by :meth:`middleware`.
 
     A session's user token admits one participant at a time: a fresh join (``GET /rtc``
-    without ``reconnect=1``) is refused while that identity is still in the room (a real
-    LiveKit server would kick the older connection instead), and every join is refused
+    without ``reconnect=1``) is refused while that identity is connected (a real
+    LiveKit server would kick the older connection instead; a participant whose socket
+    dropped may rejoin in full, as livekit-client does), and every join is refused
     once the session has ended. Resumes pass untouched, and so does the SDK's full rejoin
     after a server-forced reconnect, because the server has removed the old participant
     by then. A first join after ``expires_at`` is refused too. ``/rtc/validate`` answers
@@ -231,13 +238,10 @@ class JoinGate:
 
         @web.middleware
         async def gate(request: web.Request, handler: Handler) -> web.StreamResponse:
-            fresh_join = request.path == "/rtc" and request.query.get("reconnect") not in {
-                "1",
-                "true",
-            }
-            if fresh_join or request.path == "/rtc/validate":
-                header = request.headers.get("Authorization", "")
-                token = header[7:].strip() if header.lower().startswith("bearer ") else None
+            resuming = request.query.get("reconnect") in {"1", "true"}
+            fresh_join = request.path in _JOIN_PATHS and not resuming
+            if fresh_join or request.path in _VALIDATE_PATHS:
+                token = access_token(request)
                 reason = self.check(token)
                 if reason is not None:
                     return web.Response(status=401, text=reason)
@@ -247,6 +251,19 @@ class JoinGate:
             return await handler(request)
 
         return gate
+
+
+_JOIN_PATHS: Final = frozenset({"/rtc", "/rtc/v1"})
+_VALIDATE_PATHS: Final = frozenset({"/rtc/validate", "/rtc/v1/validate"})
+
+
+def access_token(request: web.Request) -> str | None:
+    """The token wherever a client puts it: ``Authorization: Bearer`` (the Python SDK) or
+    the ``access_token`` query parameter (livekit-client in a browser)."""
+    header = request.headers.get("Authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip() or None
+    return request.query.get("access_token") or None
 
 
 # --- errors ---------------------------------------------------------------------------
@@ -340,7 +357,7 @@ class SessionEndpoint:
     spawner can start the simulated agent for it. ``max_duration_for`` may choose a
     session's ``max_duration_seconds`` per agent id (default ``max_duration_seconds``).
     ``occupied(room, identity)`` tells the token gate whether a participant is connected
-    (pass ``lambda r, i: i in server.participants(r)``).
+    (pass ``server.is_connected``).
     """
 
     def __init__(
@@ -355,8 +372,13 @@ class SessionEndpoint:
         slow_seconds: float = 30.0,
         on_session: Callable[[SimSession], None] | None = None,
         max_duration_for: Callable[[str], int | None] | None = None,
+        room_grace: float = ROOM_GRACE_SECONDS,
     ) -> None:
         self._server = server
+        self.room_grace = room_grace
+        """Seconds between a session's end and its room's deletion."""
+        self._deletions: set[asyncio.Task[None]] = set()
+        self._ended: set[str] = set()
         self._dev_key = dev_key
         self.allowed_origins = frozenset(o.rstrip("/") for o in allowed_origins)
         self.max_duration_seconds = max_duration_seconds
@@ -382,8 +404,25 @@ class SessionEndpoint:
         session = self.sessions.get(session_id)
         if session is None:
             return
+        if session_id not in self._ended:
+            self._ended.add(session_id)
+            self._schedule_room_deletion(session)
         session.status = "completed"
         session.end_requested.set()
+
+    def _schedule_room_deletion(self, session: SimSession) -> None:
+        # Like a Fish room: once the session has ended, whoever is still in the room is
+        # disconnected after the grace period (reason ROOM_DELETED) and the room is gone.
+        close_room = getattr(self._server, "close_room", None)
+        if close_room is None:
+            return
+
+        def delete() -> None:
+            task: asyncio.Task[None] = asyncio.ensure_future(close_room(session.room))
+            self._deletions.add(task)
+            task.add_done_callback(self._deletions.discard)
+
+        asyncio.get_running_loop().call_later(self.room_grace, delete)
 
     # -- request handling --
 
@@ -567,6 +606,7 @@ __all__ = [
     "DEFAULT_ALLOWED_ORIGINS",
     "DEFAULT_DEV_KEY",
     "RESERVED_AGENT_IDS",
+    "ROOM_GRACE_SECONDS",
     "SESSIONS_PATH",
     "JoinGate",
     "SessionBody",

@@ -26,6 +26,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from aiortc import (
     MediaStreamTrack,
     RTCConfiguration,
@@ -36,6 +37,7 @@ from aiortc import (
 )
 from aiortc.contrib.media import MediaRelay
 from aiortc.sdp import candidate_from_sdp
+from av import AudioFrame
 from livekit.protocol import rtc
 
 from fishtalk.aio import TaskSet
@@ -340,16 +342,49 @@ class ParticipantMedia:
         await self.publisher.close()
 
 
+LevelHandler = Callable[[float], None]
+"""Called with the linear RMS level (0..1) of every audio frame a published track sends."""
+
+
+class _MeteredTrack(MediaStreamTrack):
+    """Passes a source's audio frames through, reporting each frame's level.
+
+    LiveKit derives active speakers from the audio level of what it relays; this is the
+    same measure, taken on the decoded frames the relay already has.
+    """
+
+    kind = "audio"
+
+    def __init__(self, source: MediaStreamTrack, on_level: LevelHandler) -> None:
+        super().__init__()
+        self._source = source
+        self._on_level = on_level
+
+    async def recv(self) -> Any:
+        frame = await self._source.recv()
+        if not isinstance(frame, AudioFrame):
+            return frame
+        samples = frame.to_ndarray()
+        if samples.size and samples.dtype == np.int16:  # aiortc decodes Opus to s16
+            rms = float(np.sqrt(np.mean(np.square(samples, dtype=np.float64)))) / 32768.0
+            self._on_level(min(1.0, rms))
+        return frame
+
+
 class TrackRelay:
     """Fans one published track out to any number of subscribers (one proxy each).
 
     The source is never stopped here: the client may reuse its transceiver (and so the
     same receiver track) for a later publication. The relay stops reading once its last
-    proxy is stopped, and the peer connection ends the source when it closes.
+    proxy is stopped, and the peer connection ends the source when it closes. With
+    ``on_level``, every relayed audio frame's level is reported (active speakers).
     """
 
-    def __init__(self, source: MediaStreamTrack) -> None:
+    def __init__(self, source: MediaStreamTrack, on_level: LevelHandler | None = None) -> None:
         self.source = source
+        self._read: MediaStreamTrack = (
+            _MeteredTrack(source, on_level) if on_level is not None else source
+        )
         self._relay = MediaRelay()
 
     def proxy(self) -> MediaStreamTrack:
@@ -359,5 +394,5 @@ class TrackRelay:
         gets every frame late rather than losing some (gaps sound like glitches and skew
         what a listener measures).
         """
-        track: MediaStreamTrack = self._relay.subscribe(self.source, buffered=True)
+        track: MediaStreamTrack = self._relay.subscribe(self._read, buffered=True)
         return track

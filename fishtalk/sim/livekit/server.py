@@ -30,9 +30,10 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from aiortc import MediaStreamTrack
 from livekit.api import AccessToken, VideoGrants
 from livekit.protocol import models, rtc
@@ -59,6 +60,61 @@ def _task_failed(task: asyncio.Task[Any], exc: BaseException) -> None:
 ParticipantKindName = Literal["standard", "agent"]
 
 
+CORS_ALLOW_METHODS: Final = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
+CORS_MAX_AGE: Final = "600"
+
+
+def _cors_headers(request: web.BaseRequest) -> dict[str, str]:
+    # Like livekit-server: every origin is allowed on every HTTP route, because the
+    # access token (or the API key) is the authentication, not the origin.
+    origin = request.headers.get("Origin")
+    headers = {
+        "Access-Control-Allow-Origin": origin or "*",
+        "Access-Control-Expose-Headers": "*",
+    }
+    if origin:
+        headers["Vary"] = "Origin"
+    return headers
+
+
+@web.middleware
+async def cors_preflight(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Answer a CORS preflight (``OPTIONS`` with ``Access-Control-Request-Method``) on any path."""
+    if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+        headers = {
+            "Access-Control-Allow-Methods": CORS_ALLOW_METHODS,
+            "Access-Control-Max-Age": CORS_MAX_AGE,
+        }
+        asked = request.headers.get("Access-Control-Request-Headers")
+        if asked:
+            headers["Access-Control-Allow-Headers"] = asked
+        return web.Response(status=204, headers=headers)
+    return await handler(request)
+
+
+async def add_cors_headers(request: web.BaseRequest, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: the CORS headers on every answer (errors and upgrades too)."""
+    for name, value in _cors_headers(request).items():
+        response.headers.setdefault(name, value)
+
+
+SPEAKING_LEVEL: Final = 0.01
+"""Linear RMS level (about -40 dBFS) above which a relayed audio frame counts as speech."""
+SPEAKING_HOLD: Final = 0.6
+"""Seconds of quieter frames before a speaker is no longer active."""
+
+
+SIMULATED_RESUME_FAULT_WINDOW: Final = 10.0
+"""How long a simulated resume fault stays armed (livekit-server uses 10 s too)."""
+
+
+@dataclass
+class _Speaker:
+    active: bool = False
+    level: float = 0.0
+    last_loud: float = 0.0
+
+
 @dataclass
 class _PublishedTrack:
     room: str
@@ -75,6 +131,10 @@ class SimServer:
     be signed with ``api_key`` / ``api_secret``; :meth:`mint_token` does that.
     ``ping_interval`` / ``ping_timeout`` (seconds) go to clients in JoinResponse; a
     participant whose socket dropped is kept ``resume_window`` seconds for a resume.
+
+    Like livekit-server it also tells clients who is speaking (``speakers_changed``, from
+    the level of the audio it relays) and everyone's connection quality (checked every
+    ``quality_interval`` seconds, sent when it changed: always EXCELLENT on loopback).
     """
 
     def __init__(
@@ -87,6 +147,7 @@ class SimServer:
         ping_interval: int = 5,
         ping_timeout: int = 15,
         resume_window: float = 15.0,
+        quality_interval: float = 2.0,
     ) -> None:
         if ping_interval <= 0 or ping_timeout <= 0:
             raise ValueError("ping_interval and ping_timeout must be positive (0 crashes the SDK)")
@@ -97,6 +158,8 @@ class SimServer:
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         self.resume_window = resume_window
+        self.quality_interval = quality_interval
+        self._speakers: dict[tuple[str, str], _Speaker] = {}
         self.rooms = RoomRegistry()
         self._tokens = TokenChecker(self.api_key, self.api_secret)
         self._sessions: dict[tuple[str, str], ParticipantSession] = {}
@@ -105,7 +168,8 @@ class SimServer:
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
-        self.app = web.Application()
+        self.app = web.Application(middlewares=[cors_preflight])
+        self.app.on_response_prepare.append(add_cors_headers)
         self.app.add_routes(
             make_handlers(self, ping_interval=ping_interval, ping_timeout=ping_timeout)
         )
@@ -124,6 +188,7 @@ class SimServer:
         addresses = runner.addresses
         self._port = int(addresses[0][1]) if addresses else self._requested_port
         self._spawn(self._ping_watchdog())
+        self._spawn(self._quality_worker())
 
     async def stop(self) -> None:
         """Disconnect everyone (Leave: server shutdown) and stop listening."""
@@ -215,6 +280,16 @@ class SimServer:
         """Identities currently in ``room``, in join order."""
         found = self.rooms.get(room)
         return list(found.participants) if found is not None else []
+
+    def is_connected(self, room: str, identity: str) -> bool:
+        """Whether ``identity`` is in ``room`` with its signalling socket up.
+
+        A participant whose socket dropped is still in the room (waiting for a resume),
+        but a fresh join with its token is then the same client rejoining in full, which
+        livekit-client does after a failed resume: the single-use gate lets that in.
+        """
+        session = self._sessions.get((room, identity))
+        return session is not None and session.ws is not None and not session.ws.closed
 
     def participant(self, room: str, identity: str) -> Participant | None:
         """The server's record of a participant (attributes, tracks, sid), if present."""
@@ -421,7 +496,94 @@ class SimServer:
         room = self.rooms.get(session.room)
         return room.snapshot() if room is not None else []
 
+    async def simulate(self, session: ParticipantSession, request: rtc.SimulateScenario) -> None:
+        """SimulateScenario, as livekit-server plays it (the SDKs' test hooks)."""
+        which = request.WhichOneof("scenario")
+        room = self.rooms.get(session.room)
+        log.info("simulating %s for %s", which, session.identity)
+        if which == "speaker_update" and room is not None:
+            sid = session.participant_sid
+            self._send_speakers(room.name, [models.SpeakerInfo(sid=sid, level=0.9, active=True)])
+
+            def quiet() -> None:
+                if self.rooms.get(room.name) is room:
+                    self._send_speakers(room.name, [models.SpeakerInfo(sid=sid, active=False)])
+
+            asyncio.get_running_loop().call_later(max(0, request.speaker_update), quiet)
+        elif which in ("node_failure", "migration"):
+            # Dropped without a Leave; the SDK's resume then finds no participant and it
+            # rejoins in full.
+            await self._remove(session, models.DisconnectReason.MIGRATION, leave=None)
+        elif which == "server_leave":
+            await self._remove(
+                session,
+                models.DisconnectReason.SERVER_SHUTDOWN,
+                leave=rtc.LeaveRequest(
+                    action=rtc.LeaveRequest.Action.DISCONNECT,
+                    reason=models.DisconnectReason.SERVER_SHUTDOWN,
+                ),
+            )
+        elif which == "leave_request_full_reconnect":
+            await self.force_reconnect(session.room, session.identity)
+        elif which == "disconnect_signal_on_resume":
+            session.close_on_resume_until = time.monotonic() + SIMULATED_RESUME_FAULT_WINDOW
+        elif which == "disconnect_signal_on_resume_no_messages":
+            session.refuse_resume_until = time.monotonic() + SIMULATED_RESUME_FAULT_WINDOW
+            session.refused_resumes = 0
+        else:
+            # switch_candidate_protocol needs an ICE restart (aiortc has none);
+            # subscriber_bandwidth has no meaning on loopback.
+            log.debug("SimulateScenario %s is not simulated here", which)
+
     # --- internals -----------------------------------------------------------------------
+
+    def _send_speakers(self, room: str, speakers: list[models.SpeakerInfo]) -> None:
+        message = rtc.SignalResponse(speakers_changed=rtc.SpeakersChanged(speakers=speakers))
+        for session in self._sessions_in(room):
+            session.send(message)
+
+    def _level(self, room: str, participant_sid: str, level: float) -> None:
+        speaker = self._speakers.setdefault((room, participant_sid), _Speaker())
+        now = time.monotonic()
+        speaker.level = level
+        if level >= SPEAKING_LEVEL:
+            speaker.last_loud = now
+            if not speaker.active:
+                speaker.active = True
+                info = models.SpeakerInfo(sid=participant_sid, level=level, active=True)
+                self._send_speakers(room, [info])
+        elif speaker.active and now - speaker.last_loud > SPEAKING_HOLD:
+            self._speaker_stopped(room, participant_sid)
+
+    def _speaker_stopped(self, room: str, participant_sid: str) -> None:
+        speaker = self._speakers.pop((room, participant_sid), None)
+        if speaker is not None and speaker.active:
+            self._send_speakers(room, [models.SpeakerInfo(sid=participant_sid, active=False)])
+
+    async def _quality_worker(self) -> None:
+        # livekit-server scores every participant's connection and tells each client
+        # the scores that changed; on loopback nothing is ever lost or late.
+        while True:
+            for session in list(self._sessions.values()):
+                room = self.rooms.get(session.room)
+                if room is None or session.ws is None:
+                    continue
+                changed = [
+                    rtc.ConnectionQualityInfo(
+                        participant_sid=p.sid, quality=models.ConnectionQuality.EXCELLENT, score=5.0
+                    )
+                    for p in room.participants.values()
+                    if session.quality_sent.get(p.sid) != models.ConnectionQuality.EXCELLENT
+                ]
+                if changed:
+                    for info in changed:
+                        session.quality_sent[info.participant_sid] = info.quality
+                    session.send(
+                        rtc.SignalResponse(
+                            connection_quality=rtc.ConnectionQualityUpdate(updates=changed)
+                        )
+                    )
+            await asyncio.sleep(self.quality_interval)
 
     async def _ping_watchdog(self) -> None:
         # Like LiveKit: a client silent for longer than ping_timeout has lost its socket
@@ -486,6 +648,7 @@ class SimServer:
         published = self._published.pop((room, track_sid), None)
         if published is None:
             return
+        self._speaker_stopped(room, published.publisher_sid)
         for other in self._sessions_in(room):
             if other.media is not None:
                 other.media.unsubscribe(track_sid)
@@ -505,6 +668,8 @@ class SimServer:
             return
         # Agents may speak for another participant (an agent publishes the user's
         # transcript under the user's identity); everyone else is stamped as themselves.
+        if label == RELIABLE and packet.sequence > session.last_reliable_seq:
+            session.last_reliable_seq = packet.sequence
         claimed = packet.participant_identity
         identity = claimed if sender.is_agent and claimed in room.participants else sender.identity
         packet.participant_identity = identity
@@ -545,12 +710,18 @@ class SimServer:
                 return
             announced = waiting[0]
         room.publish_track(me.identity, announced.sid, mid=mid)
+        room_name, sid = room.name, me.sid
+
+        def level(value: float) -> None:
+            self._level(room_name, sid, value)
+
+        on_level = level if announced.kind == models.TrackType.AUDIO else None
         published = _PublishedTrack(
             room=room.name,
             publisher=me.identity,
             publisher_sid=me.sid,
             track_sid=announced.sid,
-            relay=TrackRelay(track),
+            relay=TrackRelay(track, on_level=on_level),
         )
         self._published[(room.name, announced.sid)] = published
         self._broadcast(room, [me.info()])

@@ -215,6 +215,10 @@ class Hub(Protocol):
         """Everyone in the session's room, for a resume's full ParticipantUpdate."""
         ...
 
+    async def simulate(self, session: ParticipantSession, request: rtc.SimulateScenario) -> None:
+        """Play a SimulateScenario request (the SDKs' test hooks) as livekit-server does."""
+        ...
+
 
 class ParticipantSession:
     """One participant's signalling: its current socket, outbox and request dispatch.
@@ -242,10 +246,22 @@ class ParticipantSession:
         self.ws: web.WebSocketResponse | None = None
         self.closed = False
         self.last_seen = time.monotonic()
-        self._outbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._outbox: asyncio.Queue[bytes | asyncio.Future[None] | None] = asyncio.Queue()
         self._held: list[bytes] = []
         self._writer: asyncio.Task[None] | None = None
         self.expiry: asyncio.TimerHandle | None = None
+        self.last_reliable_seq = 0
+        """The sequence of the last reliable data packet received from the client; a
+        resume's ReconnectResponse carries it, so the SDK re-sends what came after."""
+        self.quality_sent: dict[str, int] = {}
+        """Connection quality last told to this client, by participant sid."""
+        self.close_on_resume_until = 0.0
+        """SimulateScenario disconnect_signal_on_resume: close the resumed socket after
+        answering, until this monotonic time."""
+        self.refuse_resume_until = 0.0
+        self.refused_resumes = 0
+        """SimulateScenario disconnect_signal_on_resume_no_messages: close a resumed
+        socket before any answer (at most three times) until this monotonic time."""
 
     @property
     def room(self) -> str:
@@ -269,9 +285,20 @@ class ParticipantSession:
         else:
             self._outbox.put_nowait(data)
 
+    async def flush(self, *, within: float) -> None:
+        """Wait (at most ``within`` s) until everything queued so far has been written."""
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._outbox.put_nowait(written)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(written, within)
+
     async def _write_loop(self, ws: web.WebSocketResponse) -> None:
         while True:
             data = await self._outbox.get()
+            if isinstance(data, asyncio.Future):
+                if not data.done():
+                    data.set_result(None)
+                continue
             if data is None or ws.closed:
                 return
             try:
@@ -388,6 +415,8 @@ class ParticipantSession:
             self.hub.mute(self, request.mute)
         elif which == "update_metadata":
             self.hub.update_metadata(self, request.update_metadata)
+        elif which == "simulate":
+            await self.hub.simulate(self, request.simulate)
         elif which == "leave":
             await self.hub.leave(self, models.DisconnectReason.CLIENT_INITIATED)
             return True
@@ -412,19 +441,30 @@ def join_response(
             subscriber_primary=True,
             ping_interval=session.ping_interval,
             ping_timeout=session.ping_timeout,
-            server_info=models.ServerInfo(
-                edition=models.ServerInfo.Edition.Standard,
-                version=SERVER_VERSION,
-                protocol=PROTOCOL_VERSION,
-                node_id="fishtalk-sim",
-            ),
+            server_info=server_info(),
         )
     )
 
 
+def server_info() -> models.ServerInfo:
+    """What the server says about itself in JoinResponse and ReconnectResponse."""
+    return models.ServerInfo(
+        edition=models.ServerInfo.Edition.Standard,
+        version=SERVER_VERSION,
+        protocol=PROTOCOL_VERSION,
+        node_id="fishtalk-sim",
+    )
+
+
 async def handle_rtc_v1(request: web.Request) -> web.Response:
-    """``/rtc/v1``: answered 404 so the SDK falls back to two-PC ``/rtc``."""
-    return web.Response(status=404, text="single peer connection mode is not supported")
+    """``/rtc/v1`` and ``/rtc/v1/validate``: answered exactly as a pre-v1 livekit-server
+    (whose router has no such path) answers, so both SDKs fall back to two-PC ``/rtc``.
+
+    Both SDKs log that fallback themselves (livekit's Rust core warns on any v1 failure;
+    livekit-client warns "v1 RTC path not found"); clients that know they talk to this
+    server skip it with ``singlePeerConnection: false`` / ``single_peer_connection=False``.
+    """
+    return web.Response(status=404, text="404 page not found\n")
 
 
 def make_handlers(hub: Hub, *, ping_interval: int, ping_timeout: int) -> list[web.RouteDef]:
@@ -461,15 +501,29 @@ def make_handlers(hub: Hub, *, ping_interval: int, ping_timeout: int) -> list[we
                 )
                 await ws.close()
                 return ws
+            now = time.monotonic()
+            if now < session.refuse_resume_until and session.refused_resumes < 3:
+                session.refused_resumes += 1
+                await ws.close()
+                return ws
             session.attach(
                 ws,
                 first=[
-                    rtc.SignalResponse(reconnect=rtc.ReconnectResponse()),
+                    rtc.SignalResponse(
+                        reconnect=rtc.ReconnectResponse(
+                            last_message_seq=session.last_reliable_seq,
+                            server_info=server_info(),
+                        )
+                    ),
                     rtc.SignalResponse(
                         update=rtc.ParticipantUpdate(participants=hub.snapshot(session))
                     ),
                 ],
             )
+            if now < session.close_on_resume_until:
+                session.close_on_resume_until = 0.0
+                await session.flush(within=2.0)
+                await ws.close()
         else:
             session = ParticipantSession(
                 grant, params, hub=hub, ping_interval=ping_interval, ping_timeout=ping_timeout

@@ -1,0 +1,65 @@
+"""The simulated agent under a continuous sound on the microphone: heard sound is
+activity (no "are you still there?" while the user is audibly talking), and a segment
+that never falls quiet is finalised at the agent's maximum utterance length."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from fishtalk.sim import SimHandle, run_sim
+from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.fish.voice import ToneVoice
+
+from .sim_user import UserClient
+
+pytestmark = pytest.mark.webrtc
+
+IDLE = """
+    then = "listen"
+    [agent]
+    greeting = "Hi."
+    greeting_audio = false
+    idle_seconds = 1.5
+"""
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SimHandle]:
+    scenarios = {"idle": parse_scenario(IDLE, name="idle")}
+    async with run_sim(scenarios=scenarios, voice=ToneVoice()) as handle:
+        yield handle
+        for session_id, agent in handle.agents.items():
+            print(f"agent journal for {session_id}:", *agent.journal, sep="\n  ")
+
+
+@pytest.fixture
+async def user(sim: SimHandle) -> AsyncIterator[UserClient]:
+    client = UserClient(sim)
+    yield client
+    await client.close()
+
+
+async def test_a_continuous_tone_is_activity_and_is_endpointed(
+    sim: SimHandle, user: UserClient
+) -> None:
+    await user.start("idle")
+    await user.final_agent_segment("Hi.")
+    agent = await sim.agent(user.session_id)
+    agent.max_utterance = 2.0
+    # 6 s of tone, four times the idle time and three times the longest segment.
+    playing = asyncio.ensure_future(user.publish_tone(440.0, 6.0, before=0.0, after=0.0))
+    try:
+        finals = await user.until(
+            lambda: [s for s in user.user_streams() if s.header_final and s.closed][1:] or None,
+            within=20.0,
+        )
+        assert not playing.done(), "segments must be finalised while the sound goes on"
+        assert all(s.text.startswith("(heard 2.0 s of sound") for s in finals[:1]), finals
+        await playing
+    finally:
+        playing.cancel()
+    assert not any("still there" in s.text for s in user.agent_segments())
+    assert "finalised a segment at 2 s" in agent.journal
