@@ -11,8 +11,9 @@ import pytest
 
 from fishtalk.sim.netns import in_namespace
 
-# Shared fixtures for the loopback LiveKit server (sim_server, room_factory).
-pytest_plugins = ["sim_fixtures"]
+# Shared fixtures: the loopback LiveKit server (sim_server, room_factory) and the session
+# harness (sim: the Fish endpoint + a scripted agent).
+pytest_plugins = ["sim_fixtures", "session_harness"]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

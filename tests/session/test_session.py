@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from session_harness import WAIT, Sim, exit_code, until
 
 from fishtalk import protocol as p
-
-from .conftest import WAIT, Sim, exit_code, until
 
 pytestmark = pytest.mark.webrtc
 
@@ -159,7 +158,7 @@ async def test_agent_state_changes_drive_the_mode(sim: Sim) -> None:
 
 
 async def test_late_join_reads_the_sticky_state(sim: Sim) -> None:
-    from .conftest import ScriptedAgent
+    from session_harness import ScriptedAgent
 
     agent = ScriptedAgent(sim.server, "late-room", "user-0000test")
     sim.agents.append(agent)

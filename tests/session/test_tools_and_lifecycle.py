@@ -7,11 +7,10 @@ import time
 from typing import Any
 
 import pytest
+from session_harness import FAST_SLACK, SHORT, WAIT, ScriptedAgent, Sim, exit_code, until
 
 from fishtalk import protocol as p
 from fishtalk.tools import ToolContext, ToolRegistry, ToolRunner
-
-from .conftest import FAST_SLACK, SHORT, WAIT, ScriptedAgent, Sim, exit_code, until
 
 pytestmark = pytest.mark.webrtc
 

@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from session_harness import WAIT, Sim, until
 
 from fishtalk import protocol as p
 from fishtalk.config import Settings, ToolDecl
 from fishtalk.tools import ApprovalRequest
 from fishtalk.tools.build import build_runner
 from fishtalk.tools.builtins import BuiltinOptions
-
-from .conftest import WAIT, Sim, until
 
 pytestmark = pytest.mark.webrtc
 

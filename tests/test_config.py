@@ -22,7 +22,7 @@ from fishtalk.config import (
 )
 from fishtalk.errors import EXIT_USAGE, FishtalkError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "config.example.toml"
 PACKAGED_EXAMPLE = REPO / "fishtalk" / "data" / "config.example.toml"
 SECRET = "sk-live-7f3a9c-do-not-print"

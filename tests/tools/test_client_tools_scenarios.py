@@ -3,7 +3,7 @@
 runs them with build_runner, and the results arrive back at the agent.
 
 Run inside the network namespace (``.venv/bin/python -m fishtalk.sim.netns --``
-``.venv/bin/pytest tests/e2e/test_client_tools_scenarios.py -q``).
+``.venv/bin/pytest tests/tools/test_client_tools_scenarios.py -q``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from session_harness import WAIT, ScriptedAgent, Sim
+from test_client_tools_config import wait_gone, wait_pids
 
 from fishtalk import protocol as p
 from fishtalk.config import Settings, ToolDecl, load_settings
@@ -33,9 +35,6 @@ from fishtalk.tools.builtins import BuiltinOptions
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.run import TuiHost
 from fishtalk.tui.screens.approve import ApprovalScreen
-
-from .conftest import WAIT, ScriptedAgent, Sim
-from .test_client_tools_config import wait_gone, wait_pids
 
 pytestmark = pytest.mark.webrtc
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from livekit import rtc
+from session_harness import WAIT, exit_code, until
 
 from fishtalk.audio.base import SAMPLES_PER_FRAME, AudioLevels, NoticeCallback
 from fishtalk.config import Settings
@@ -17,8 +18,6 @@ from fishtalk.launch import build_session
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import Scenario, parse_scenario
 from fishtalk.tools import ToolContext, ToolRegistry, ToolRunner
-
-from .conftest import WAIT, exit_code, until
 
 pytestmark = pytest.mark.webrtc
 

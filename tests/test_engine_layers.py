@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "fishtalk"
+PACKAGE = Path(__file__).resolve().parents[1] / "fishtalk"
 
 _PROBE = """
 import importlib, json, sys

@@ -12,12 +12,11 @@ import textwrap
 import time
 
 import pytest
+from session_harness import FAST_SLACK, WAIT, Sim, exit_code, until
 
 from fishtalk.config import Settings
 from fishtalk.launch import build_session
 from fishtalk.session import Timeouts
-
-from .conftest import FAST_SLACK, WAIT, Sim, exit_code, until
 
 pytestmark = pytest.mark.webrtc
 
