@@ -168,11 +168,13 @@ async def bench_big(segments: int) -> dict[str, float]:
         }
 
 
-async def main(quick: bool) -> None:
+async def main(quick: bool, sizes_arg: str | None, only_big: bool) -> None:
     seconds = 1.5 if quick else 4.0
-    streaming = await bench_streaming(seconds)
-    paced = await bench_paced(seconds, 50.0)
-    sizes = (500, 2000) if quick else (1000, 5000, 10000)
+    streaming = None if only_big else await bench_streaming(seconds)
+    paced = None if only_big else await bench_paced(seconds, 50.0)
+    sizes: tuple[int, ...] = (500, 2000) if quick else (1000, 5000, 10000)
+    if sizes_arg:
+        sizes = tuple(int(n) for n in sizes_arg.split(","))
     big = [(n, await bench_big(n)) for n in sizes]
     print("## TUI (headless, scripted driver)\n")
     print(
@@ -182,6 +184,20 @@ async def main(quick: bool) -> None:
     )
     print("| scenario | result |")
     print("| --- | --- |")
+    if streaming is not None and paced is not None:
+        _print_rates(streaming, paced)
+    for n, result in big:
+        print(
+            f"| {n:,} segments | memory {result['memory_mb']:.1f} MB (tracemalloc), "
+            f"{result['held']:.0f} held + {result['hidden']:.0f} summarised, "
+            f"draw after a streaming token p50 {result['frame_ms_p50']:.2f} ms "
+            f"(max {result['frame_ms_max']:.2f} ms), "
+            f"{result['wraps_per_frame']:.2f} segments re-wrapped per frame |"
+        )
+    print()
+
+
+def _print_rates(streaming: dict[str, float], paced: dict[str, float]) -> None:
     print(
         f"| streaming, as fast as possible, bursts of {BATCH} "
         f"({streaming['segments']:.0f} segments) | "
@@ -195,19 +211,12 @@ async def main(quick: bool) -> None:
         f"{paced['frames_per_s']:.1f} frames/s drawn, CPU {paced['cpu_share']:.0%}, "
         f"feed lag p50 {paced['feed_lag_p50_ms']:.1f} ms |"
     )
-    for n, result in big:
-        print(
-            f"| {n:,} segments | memory {result['memory_mb']:.1f} MB (tracemalloc), "
-            f"{result['held']:.0f} held + {result['hidden']:.0f} summarised, "
-            f"draw after a streaming token p50 {result['frame_ms_p50']:.2f} ms "
-            f"(max {result['frame_ms_max']:.2f} ms), "
-            f"{result['wraps_per_frame']:.2f} segments re-wrapped per frame |"
-        )
-    print()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs, smaller sizes")
+    parser.add_argument("--sizes", help="comma-separated transcript sizes (segments)")
+    parser.add_argument("--only-big", action="store_true", help="only the big-transcript rows")
     args = parser.parse_args()
-    asyncio.run(main(args.quick))
+    asyncio.run(main(args.quick, args.sizes, args.only_big))
