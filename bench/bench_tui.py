@@ -155,10 +155,10 @@ async def bench_big(segments: int) -> dict[str, float]:
         for k in range(30):
             session.feed(c.TranscriptStreamChunk("last", "last", f" t{k}", 9e5))
             t0 = time.perf_counter()
-            app.force_render()
+            _draw_now(app, session)
             costs.append(time.perf_counter() - t0)
             await asyncio.sleep(0)
-        return {
+        result = {
             "memory_mb": memory / 1e6,
             "held": float(transcript.item_count),
             "hidden": float(transcript.hidden_count),
@@ -166,6 +166,43 @@ async def bench_big(segments: int) -> dict[str, float]:
             "frame_ms_max": max(costs) * 1000,
             "wraps_per_frame": (transcript.renders - wraps0) / len(costs),
         }
+        session.feed(c.TranscriptStreamClosed("last", "last", 9e5 + 1))
+        drop_ms, drop_wraps = await _block_drop_frame(app, session, transcript, segments)
+        return {**result, "drop_frame_ms": drop_ms, "drop_wraps": drop_wraps}
+
+
+def _draw_now(app: FishtalkApp, session: ScriptedSession) -> None:
+    """Draw the session's newest state now (its StateChanged message may still be queued)."""
+    app._state = session.state
+    app.force_render()
+
+
+async def _block_drop_frame(
+    app: FishtalkApp, session: ScriptedSession, transcript: Transcript, start: int
+) -> tuple[float, float]:
+    """The frame in which the reducer drops its oldest block of segments: its cost and
+    how many segments it re-wrapped (NaN when the call is too short to drop one)."""
+    log = session.state.segment_log
+    if len(log) < c.MAX_LIVE_SEGMENTS:
+        return float("nan"), float("nan")
+    i = start
+    while True:
+        log = session.state.segment_log
+        tail = log.blocks[-1]
+        if len(tail) == c.LOG_CHUNK - 1 and len(log) - len(tail) >= c.MAX_LIVE_SEGMENTS:
+            break
+        session.feed(c.TranscriptStreamOpened(f"d{i}", f"d{i}", "agent", False, 9e5 + i))
+        session.feed(c.TranscriptStreamClosed(f"d{i}", f"d{i}", 9e5 + i))
+        i += 1
+    _draw_now(app, session)
+    earlier = session.state.earlier_segments
+    session.feed(c.TranscriptStreamOpened("drop", "drop", "agent", False, 9.5e5))
+    assert session.state.earlier_segments > earlier
+    wraps0 = transcript.renders
+    t0 = time.perf_counter()
+    _draw_now(app, session)
+    cost = time.perf_counter() - t0
+    return cost * 1000, float(transcript.renders - wraps0)
 
 
 async def main(quick: bool, sizes_arg: str | None, only_big: bool) -> None:
@@ -192,7 +229,9 @@ async def main(quick: bool, sizes_arg: str | None, only_big: bool) -> None:
             f"{result['held']:.0f} held + {result['hidden']:.0f} summarised, "
             f"draw after a streaming token p50 {result['frame_ms_p50']:.2f} ms "
             f"(max {result['frame_ms_max']:.2f} ms), "
-            f"{result['wraps_per_frame']:.2f} segments re-wrapped per frame |"
+            f"{result['wraps_per_frame']:.2f} segments re-wrapped per frame; "
+            f"the frame where an old block drops {result['drop_frame_ms']:.2f} ms, "
+            f"{result['drop_wraps']:.0f} re-wrapped |"
         )
     print()
 
