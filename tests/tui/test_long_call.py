@@ -29,10 +29,12 @@ def turn(i: int) -> list[c.Input]:
     return agent_says(f"a{i}", [f"segment {i}"], 2.0 + i)
 
 
-def next_append_drops(log: c.Log[c.Segment] | c.Log[c.ToolCard]) -> bool:
+def next_append_drops(
+    log: c.Log[c.Segment] | c.Log[c.ToolCard], limit: int = c.MAX_LIVE_SEGMENTS
+) -> bool:
     """Whether appending one more item makes the log drop its oldest block."""
     tail = log.blocks[-1]
-    return len(tail) == c.LOG_CHUNK - 1 and len(log) - len(tail) >= c.MAX_LIVE_SEGMENTS
+    return len(tail) == c.LOG_CHUNK - 1 and len(log) - len(tail) >= limit
 
 
 async def feed_turns(pilot: Pilot[int], session: ScriptedSession, start: int, stop: int) -> None:
@@ -134,6 +136,21 @@ async def test_tool_panel_and_ended_screen_count_the_whole_call() -> None:
         note = panel.query(".tools-note").first()
         assert str(note.render()) == f"… {cards - MAX_CARDS} earlier tool calls not shown"
 
+        # One more card that makes the reducer drop a block: only it is painted.
+        while not next_append_drops(session.state.tool_log, c.MAX_LIVE_TOOLS):
+            session.feed(tool_started(f"t{cards}", "lookup", 9e3 + cards))
+            session.feed(tool_completed(f"t{cards}", "lookup", 9e3 + cards))
+            cards += 1
+        await drawn(pilot, session)
+        earlier, paints = session.state.earlier_tools, panel.paints
+        session.feed(tool_started(f"t{cards}", "lookup", 9.5e3))
+        cards += 1
+        await drawn(pilot, session)
+        assert session.state.earlier_tools == earlier + c.LOG_CHUNK
+        assert panel.paints - paints == 1
+        assert panel.hidden_count == cards - MAX_CARDS
+        assert panel.card_views[-1].card.call_id == f"t{cards - 1}"
+
         await pilot.press("ctrl+x")
         screen = await ended_screen(pilot, app)
         summary = screen.summary
@@ -145,3 +162,32 @@ async def test_tool_panel_and_ended_screen_count_the_whole_call() -> None:
         assert app.summary is not None
         assert f"{turns} turns · {cards} tools ({failed} failed)" in app.summary.line()
         await pilot.press("q")
+
+
+async def test_set_items_with_an_offset_keeps_what_stays() -> None:
+    """The generic view: items given with their absolute offset line up with what it
+    holds, so dropping old ones from the front re-wraps nothing."""
+    from rich.text import Text
+    from textual.app import App, ComposeResult
+
+    from fishtalk.tui.widgets.transcript import TranscriptView
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TranscriptView[str](Text, max_items=100)
+
+    items = [f"line {i}" for i in range(150)]
+    async with Host().run_test(size=(60, 20)) as pilot:
+        view = pilot.app.query_one(TranscriptView)
+        view.set_items(items)
+        await pilot.pause()
+        assert (view.item_count, view.hidden_count) == (100, 50)
+        wraps = view.renders
+        # 64 old items dropped before the list given, 3 new at the end.
+        view.set_items([*items[64:], "new 1", "new 2", "new 3"], offset=64)
+        await pilot.pause()
+        assert view.renders - wraps == 3
+        assert (view.item_count, view.hidden_count) == (89, 64)
+        assert view.plain_items()[0] == "line 64"
+        assert view.text_lines()[0] == "… 64 earlier segments not shown"
+        assert view.text_lines()[-1] == "new 3"
