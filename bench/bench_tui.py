@@ -155,10 +155,10 @@ async def bench_big(segments: int) -> dict[str, float]:
         for k in range(30):
             session.feed(c.TranscriptStreamChunk("last", "last", f" t{k}", 9e5))
             t0 = time.perf_counter()
-            app.force_render()
+            _draw_now(app, session)
             costs.append(time.perf_counter() - t0)
             await asyncio.sleep(0)
-        return {
+        result = {
             "memory_mb": memory / 1e6,
             "held": float(transcript.item_count),
             "hidden": float(transcript.hidden_count),
@@ -166,13 +166,52 @@ async def bench_big(segments: int) -> dict[str, float]:
             "frame_ms_max": max(costs) * 1000,
             "wraps_per_frame": (transcript.renders - wraps0) / len(costs),
         }
+        session.feed(c.TranscriptStreamClosed("last", "last", 9e5 + 1))
+        drop_ms, drop_wraps = await _block_drop_frame(app, session, transcript, segments)
+        return {**result, "drop_frame_ms": drop_ms, "drop_wraps": drop_wraps}
 
 
-async def main(quick: bool) -> None:
+def _draw_now(app: FishtalkApp, session: ScriptedSession) -> None:
+    """Draw the session's newest state now (its StateChanged message may still be queued)."""
+    app._state = session.state
+    app.force_render()
+
+
+async def _block_drop_frame(
+    app: FishtalkApp, session: ScriptedSession, transcript: Transcript, start: int
+) -> tuple[float, float]:
+    """The frame in which the reducer drops its oldest block of segments: its cost and
+    how many segments it re-wrapped (NaN when the call is too short to drop one)."""
+    log = session.state.segment_log
+    if len(log) < c.MAX_LIVE_SEGMENTS:
+        return float("nan"), float("nan")
+    i = start
+    while True:
+        log = session.state.segment_log
+        tail = log.blocks[-1]
+        if len(tail) == c.LOG_CHUNK - 1 and len(log) - len(tail) >= c.MAX_LIVE_SEGMENTS:
+            break
+        session.feed(c.TranscriptStreamOpened(f"d{i}", f"d{i}", "agent", False, 9e5 + i))
+        session.feed(c.TranscriptStreamClosed(f"d{i}", f"d{i}", 9e5 + i))
+        i += 1
+    _draw_now(app, session)
+    earlier = session.state.earlier_segments
+    session.feed(c.TranscriptStreamOpened("drop", "drop", "agent", False, 9.5e5))
+    assert session.state.earlier_segments > earlier
+    wraps0 = transcript.renders
+    t0 = time.perf_counter()
+    _draw_now(app, session)
+    cost = time.perf_counter() - t0
+    return cost * 1000, float(transcript.renders - wraps0)
+
+
+async def main(quick: bool, sizes_arg: str | None, only_big: bool) -> None:
     seconds = 1.5 if quick else 4.0
-    streaming = await bench_streaming(seconds)
-    paced = await bench_paced(seconds, 50.0)
-    sizes = (500, 2000) if quick else (1000, 5000, 10000)
+    streaming = None if only_big else await bench_streaming(seconds)
+    paced = None if only_big else await bench_paced(seconds, 50.0)
+    sizes: tuple[int, ...] = (500, 2000) if quick else (1000, 5000, 10000)
+    if sizes_arg:
+        sizes = tuple(int(n) for n in sizes_arg.split(","))
     big = [(n, await bench_big(n)) for n in sizes]
     print("## TUI (headless, scripted driver)\n")
     print(
@@ -182,6 +221,22 @@ async def main(quick: bool) -> None:
     )
     print("| scenario | result |")
     print("| --- | --- |")
+    if streaming is not None and paced is not None:
+        _print_rates(streaming, paced)
+    for n, result in big:
+        print(
+            f"| {n:,} segments | memory {result['memory_mb']:.1f} MB (tracemalloc), "
+            f"{result['held']:.0f} held + {result['hidden']:.0f} summarised, "
+            f"draw after a streaming token p50 {result['frame_ms_p50']:.2f} ms "
+            f"(max {result['frame_ms_max']:.2f} ms), "
+            f"{result['wraps_per_frame']:.2f} segments re-wrapped per frame; "
+            f"the frame where an old block drops {result['drop_frame_ms']:.2f} ms, "
+            f"{result['drop_wraps']:.0f} re-wrapped |"
+        )
+    print()
+
+
+def _print_rates(streaming: dict[str, float], paced: dict[str, float]) -> None:
     print(
         f"| streaming, as fast as possible, bursts of {BATCH} "
         f"({streaming['segments']:.0f} segments) | "
@@ -195,19 +250,12 @@ async def main(quick: bool) -> None:
         f"{paced['frames_per_s']:.1f} frames/s drawn, CPU {paced['cpu_share']:.0%}, "
         f"feed lag p50 {paced['feed_lag_p50_ms']:.1f} ms |"
     )
-    for n, result in big:
-        print(
-            f"| {n:,} segments | memory {result['memory_mb']:.1f} MB (tracemalloc), "
-            f"{result['held']:.0f} held + {result['hidden']:.0f} summarised, "
-            f"draw after a streaming token p50 {result['frame_ms_p50']:.2f} ms "
-            f"(max {result['frame_ms_max']:.2f} ms), "
-            f"{result['wraps_per_frame']:.2f} segments re-wrapped per frame |"
-        )
-    print()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs, smaller sizes")
+    parser.add_argument("--sizes", help="comma-separated transcript sizes (segments)")
+    parser.add_argument("--only-big", action="store_true", help="only the big-transcript rows")
     args = parser.parse_args()
-    asyncio.run(main(args.quick))
+    asyncio.run(main(args.quick, args.sizes, args.only_big))

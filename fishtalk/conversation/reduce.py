@@ -78,6 +78,7 @@ from fishtalk.conversation.reasons import (
     describe_error,
 )
 from fishtalk.conversation.state import (
+    LOG_CHUNK,
     MAX_DEBUG_SAMPLES,
     MAX_ERRORS,
     MAX_NOTICES,
@@ -304,8 +305,11 @@ def _with_mode(r: _Step) -> None:
 
 def _put_segment(r: _Step, seg: Segment) -> None:
     """Replace the segment with the same id, or append it (keeping ``open_ids`` right)."""
-    log, old = r.s.segment_log.put(seg)
+    before = r.s.segment_log
+    log, old = before.put(seg)
     r.set(segment_log=log)
+    if log.dropped != before.dropped:
+        _count_dropped_segments(r, before.blocks[: (log.dropped - before.dropped) // LOG_CHUNK])
     was_open = old is not None and old.open
     if was_open != seg.open:
         ids = r.internal.open_ids
@@ -318,7 +322,39 @@ def _put_segment(r: _Step, seg: Segment) -> None:
 
 
 def _put_card(r: _Step, card: ToolCard) -> None:
-    r.set(tool_log=r.s.tool_log.put(card)[0])
+    before = r.s.tool_log
+    log = before.put(card)[0]
+    r.set(tool_log=log)
+    if log.dropped != before.dropped:
+        failed = sum(
+            1
+            for block in before.blocks[: (log.dropped - before.dropped) // LOG_CHUNK]
+            for dropped in block
+            if dropped.display_status not in _NOT_FAILED
+        )
+        if failed:
+            r.set(earlier_failed_tools=r.s.earlier_failed_tools + failed)
+
+
+_NOT_FAILED: Final = frozenset({"running", "completed", "ok"})
+"""A card's ``display_status`` values that are not a failure (what the summary counts)."""
+
+
+def _count_dropped_segments(r: _Step, blocks: tuple[tuple[Segment, ...], ...]) -> None:
+    """Count what was said in segments that just dropped off the live log (one block per
+    :data:`LOG_CHUNK` appends, so O(1) per input on average)."""
+    user = agent = 0
+    for block in blocks:
+        for dropped in block:
+            if dropped.text.strip():
+                if dropped.role == "user":
+                    user += 1
+                else:
+                    agent += 1
+    r.set(
+        earlier_user_turns=r.s.earlier_user_turns + user,
+        earlier_agent_turns=r.s.earlier_agent_turns + agent,
+    )
 
 
 def _role_of(state: State, identity: str) -> Role:

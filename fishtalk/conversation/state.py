@@ -452,6 +452,13 @@ class State:
     errors: tuple[ErrorEntry, ...] = ()
     notices: tuple[Notice, ...] = ()
     clock: Clock = field(default_factory=Clock)
+    earlier_user_turns: int = 0
+    """Of :attr:`earlier_segments`: the user's segments that had text when they dropped."""
+    earlier_agent_turns: int = 0
+    """Of :attr:`earlier_segments`: the agent's segments that had text when they dropped."""
+    earlier_failed_tools: int = 0
+    """Of :attr:`earlier_tools`: the cards that showed a failure when they dropped (a
+    ``display_status`` other than running, completed or ok)."""
     _internal: Internal = field(default_factory=Internal, repr=False)
     """The reducer's bookkeeping (not for front ends)."""
 

@@ -198,7 +198,7 @@ class FishtalkApp(App[int]):
         self.renders += 1
         now = self._clock()
         self._transcript.show(state)
-        self._tools.show(state.tools, now, ended=state.ended)
+        self._tools.show(state.tool_log, now, ended=state.ended)
         self._agent.show(state)
         self._connection.show(state)
         self._clock_view.show(state, now)
@@ -229,7 +229,7 @@ class FishtalkApp(App[int]):
         """Once a second: the session clock and running tools' elapsed times."""
         now = self._clock()
         self._clock_view.show(self._state, now)
-        self._tools.show(self._state.tools, now, ended=self._state.ended)
+        self._tools.show(self._state.tool_log, now, ended=self._state.ended)
 
     @property
     def has_audio(self) -> bool:

@@ -40,18 +40,21 @@ class Summary:
     def from_state(cls, state: State, *, reason: str | None, exit_code: int) -> Summary:
         """Summarise a (normally ended) state."""
         final_reason = reason or state.end_reason or "ended"
+        # The live logs, plus what dropped off their front (the reducer counted it).
         said = [s for s in state.transcript if s.text.strip()]
-        user = sum(1 for s in said if s.role == "user")
+        live_user = sum(1 for s in said if s.role == "user")
+        user = live_user + state.earlier_user_turns
+        agent = len(said) - live_user + state.earlier_agent_turns
         ok = ("completed", "ok", "running")
         failures = sum(1 for c in state.tools if c.display_status not in ok)
         return cls(
             reason=final_reason,
             reason_text=describe_end_reason(final_reason),
-            turns=len(said),
+            turns=user + agent,
             user_turns=user,
-            agent_turns=len(said) - user,
-            tools=len(state.tools),
-            tool_failures=failures,
+            agent_turns=agent,
+            tools=len(state.tools) + state.earlier_tools,
+            tool_failures=failures + state.earlier_failed_tools,
             errors=len(state.errors),
             duration=state.clock.elapsed(),
             exit_code=exit_code,

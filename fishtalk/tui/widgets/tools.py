@@ -8,6 +8,7 @@ select a card, enter expands or collapses it.
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import ClassVar, Final
 
 from rich.text import Text
@@ -18,9 +19,10 @@ from textual.events import Click, Resize
 from textual.message import Message
 from textual.widgets import Static
 
-from fishtalk.conversation import ToolCard
+from fishtalk.conversation import Log, ToolCard
 from fishtalk.tui.safe import clean, pretty_payload, safe_text
 from fishtalk.tui.widgets.status import format_duration
+from fishtalk.tui.widgets.transcript import log_changes
 
 MAX_CARDS: Final = 100
 """Cards kept mounted; older ones are summarised in a header line."""
@@ -276,11 +278,17 @@ class ToolPanel(VerticalScroll, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._cards: dict[str, ToolCardView] = {}
-        self._source: tuple[ToolCard, ...] = ()
+        self._tool_log: Log[ToolCard] | None = None
+        self._last = -1
+        """Absolute position (counting dropped cards) of the newest mounted card."""
+        self._live_views: set[ToolCardView] = set()
+        self._hidden_count = 0
         self._selected: str | None = None
         self._ended = False
         self._hidden = Static("", classes="tools-note")
         self._empty = Static(Text("no tool calls yet", style="dim"), classes="tools-note")
+        self.paints = 0
+        """How many card views were created or updated with a new card (tests read it)."""
 
     def compose(self) -> ComposeResult:
         """Start with the empty note."""
@@ -291,53 +299,92 @@ class ToolPanel(VerticalScroll, can_focus=True):
         """Mounted card views, oldest first."""
         return list(self._cards.values())
 
+    @property
+    def hidden_count(self) -> int:
+        """Older tool calls not shown (dropped by the reducer's bound or the panel's)."""
+        return self._hidden_count
+
     def view(self, call_id: str) -> ToolCardView | None:
         """The card view for a call id, if mounted."""
         return self._cards.get(call_id)
 
-    def show(self, cards: tuple[ToolCard, ...], now: float, *, ended: bool = False) -> None:
-        """Sync the mounted cards with ``cards`` (newest :data:`MAX_CARDS` only).
+    def show(self, log: Log[ToolCard], now: float, *, ended: bool = False) -> None:
+        """Sync the mounted cards with the state's tool log (newest :data:`MAX_CARDS` only).
 
+        Only the cards that changed since the last call are looked at (by identity in the
+        log's blocks), plus the running ones, whose elapsed time moves.
         ``ended``: the call is over (calls still running show as cancelled).
         """
         if ended and not self._ended:
             self._ended = True
             for view in self._cards.values():
                 view.set_ended(now)
-        if cards is self._source:
-            for view in self._cards.values():
-                if view.running:
-                    view.show(view.card, now)
-            return
-        self._source = cards
-        ordered = sorted(cards, key=lambda c: c.seq)
-        hidden = max(0, len(ordered) - MAX_CARDS)
-        ordered = ordered[hidden:]
-        keep = {c.call_id for c in ordered}
-        for call_id in [k for k in self._cards if k not in keep]:
-            self._cards.pop(call_id).remove()
+        previous = self._tool_log
+        if log is not previous:
+            if previous is not None and log.dropped < previous.dropped:
+                previous = None  # another conversation: start again
+                self._remove_all()
+            self._tool_log = log
+            self._sync(previous, log, now)
+        for view in list(self._live_views):
+            view.show(view.card, now)
+            if not view.running:
+                self._live_views.discard(view)
+
+    def _sync(self, previous: Log[ToolCard] | None, log: Log[ToolCard], now: float) -> None:
         follow = self.scroll_offset.y >= self.max_scroll_y
-        new: list[ToolCardView] = []
-        for card in ordered:
+        new: list[tuple[int, ToolCard]] = []
+        for position, card in log_changes(previous, log):
             existing = self._cards.get(card.call_id)
-            if existing is None:
-                view = ToolCardView(card, now, expanded=False, ended=self._ended)
-                self._cards[card.call_id] = view
-                new.append(view)
-            else:
+            if existing is not None:
+                if card is not existing.card:
+                    self.paints += 1
                 existing.show(card, now)
-        if cards and self._empty.is_mounted:
+                self._track(existing)
+            elif position > self._last:
+                new.append((position, card))
+        views: list[ToolCardView] = []
+        for position, card in new[-MAX_CARDS:]:
+            view = ToolCardView(card, now, expanded=False, ended=self._ended)
+            self.paints += 1
+            self._cards[card.call_id] = view
+            self._track(view)
+            self._last = position
+            views.append(view)
+        for call_id in list(islice(self._cards, max(0, len(self._cards) - MAX_CARDS))):
+            gone = self._cards.pop(call_id)
+            self._live_views.discard(gone)
+            if gone.is_mounted:
+                gone.remove()
+        views = [view for view in views if view.card.call_id in self._cards]
+        if self._cards and self._empty.is_mounted:
             self._empty.remove()
-        if hidden:
+        hidden = self._last + 1 - len(self._cards)
+        if hidden != self._hidden_count:
+            self._hidden_count = hidden
             self._hidden.update(Text(f"… {hidden} earlier tool calls not shown", style="dim"))
             if not self._hidden.is_mounted:
                 self.mount(self._hidden, before=0)
-        if new:
-            self.mount_all(new)
+        if views:
+            self.mount_all(views)
         if follow:
             # Also when no card is new: a card that grew (a result, a local reply) must
             # not push the newest one out of view.
             self.call_after_refresh(self.scroll_end, animate=False)
+
+    def _track(self, view: ToolCardView) -> None:
+        if view.running:
+            self._live_views.add(view)
+        else:
+            self._live_views.discard(view)
+
+    def _remove_all(self) -> None:
+        for view in self._cards.values():
+            if view.is_mounted:
+                view.remove()
+        self._cards.clear()
+        self._live_views.clear()
+        self._last = -1
 
     def _ids(self) -> list[str]:
         return list(self._cards)

@@ -1,9 +1,15 @@
 """The transcript pane: a virtualised, bounded, follow-mode scroll view.
 
-Only segments whose source object changed are re-wrapped; each segment's wrapped lines are
+Only items whose source object changed are re-wrapped; each item's wrapped lines are
 cached as strips, and ``render_line`` only looks lines up. The view keeps the newest
-``max_items`` segments (older ones collapse into a one-line note), so a session with
+``max_items`` items (older ones collapse into a one-line note), so a session with
 thousands of turns costs the same per frame as a short one.
+
+Items have absolute positions (counting what was dropped before them), so when old items
+drop off the front nothing that stays is re-wrapped. A change re-lays out only from the
+first changed item to the end (the last item, when a reply streams in), and
+:class:`Transcript` finds what changed by identity in the reducer's block log, so one frame
+costs what changed, not the length of the conversation.
 
 Follow mode: new content scrolls the view to the bottom only when it was already at the
 bottom; a person reading scrollback is never yanked down.
@@ -12,8 +18,7 @@ bottom; a person reading scrollback is never yanked down.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
-from itertools import accumulate
+from collections.abc import Callable, Iterator, Sequence
 from typing import ClassVar, Generic, TypeAlias, TypeVar
 
 from rich.cells import cell_len
@@ -26,10 +31,11 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from fishtalk.conversation import ErrorEntry, Segment, State
+from fishtalk.conversation import LOG_CHUNK, ErrorEntry, Log, Segment, State
 from fishtalk.tui.safe import safe_text
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 DEFAULT_MAX_ITEMS = 2000
 
@@ -65,12 +71,22 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
         self._empty = empty_text
         self._sources: list[T] = []
         self._strips: list[list[Strip] | None] = []
-        self._starts: list[int] = []
-        self._total = 0
+        self._ends: list[int] = []
+        """Each held item's last line + 1, in absolute lines (valid below ``_stale``)."""
+        self._line0 = 0
+        """The absolute line where the first held item starts."""
+        self._stale = 0
+        """Held items from this index on need laying out (and wrapping, if unwrapped)."""
+        self._origin = 0
+        """The absolute position of the first held item (``set_items``)."""
         self._hidden = 0
+        self._drawn_hidden = 0
+        self._total = 0
         self._wrap_width = 0
         self.renders = 0
         """How many items have been (re-)wrapped; the benchmark and tests read it."""
+        self.layouts = 0
+        """How many items have been laid out (placed after a change); tests read it."""
 
     # --- public ------------------------------------------------------------------------
 
@@ -81,7 +97,7 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
 
     @property
     def hidden_count(self) -> int:
-        """Older items dropped from the view because of the bound."""
+        """Older items not shown: dropped before they reached the view, or by its bound."""
         return self._hidden
 
     @property
@@ -89,51 +105,39 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
         """Total wrapped lines (the virtual height)."""
         return self._total
 
-    def set_items(self, items: Sequence[T]) -> None:
-        """Show ``items``; only the ones whose identity/value changed are re-rendered."""
+    def set_items(self, items: Sequence[T], *, offset: int = 0) -> None:
+        """Show ``items``; only the ones whose identity/value changed are re-rendered.
+
+        ``offset``: the absolute position of ``items[0]`` (how many older items were
+        dropped before them and are only counted). Held items keep their position, so when
+        older items drop off the front nothing that stays is re-wrapped.
+        """
         follow = self._at_bottom()
-        hidden = max(0, len(items) - self.max_items)
-        visible = items[hidden:]
-        if hidden != self._hidden:
-            # Items only ever drop from the front, so the old tail lines up after a shift.
-            shift = hidden - self._hidden
-            if 0 < shift <= len(self._sources):
-                del self._sources[:shift]
-                del self._strips[:shift]
-            else:
-                self._sources.clear()
-                self._strips.clear()
-            self._hidden = hidden
-        changed = False
-        sources, strips = self._sources, self._strips
+        first = offset + max(0, len(items) - self.max_items)
+        visible = items[first - offset :]
+        if first >= self._origin and first - self._origin <= len(self._sources):
+            self._trim(first - self._origin)
+        else:
+            self._clear()
+        self._origin = first
+        self._hidden = first
+        held = len(self._sources)
         for index, item in enumerate(visible):
-            if index < len(sources):
-                old = sources[index]
-                if old is item or old == item:
-                    continue
-                sources[index] = item
-                strips[index] = None
+            if index < held:
+                self._put(index, item)
             else:
-                sources.append(item)
-                strips.append(None)
-            changed = True
-        if len(sources) > len(visible):
-            del sources[len(visible) :]
-            del strips[len(visible) :]
-            changed = True
-        if changed or hidden:
-            self._relayout()
-            if follow:
-                self.scroll_end(animate=False, immediate=True, x_axis=False)
+                self._insert(index, item)
+        if held > len(visible):
+            self._cut(len(visible))
+        self._update(follow)
 
     def invalidate(self, predicate: Callable[[T], bool]) -> None:
         """Re-render the held items matching ``predicate`` (their look changed, not them)."""
-        hit = False
         for index, item in enumerate(self._sources):
             if predicate(item):
                 self._strips[index] = None
-                hit = True
-        if hit:
+                self._stale = min(self._stale, index)
+        if self._stale < len(self._sources):
             self._relayout()
 
     def text_lines(self) -> list[str]:
@@ -149,6 +153,66 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
         """The plain text of every held item, unwrapped (for tests)."""
         return [self._render_item(item).plain for item in self._sources]
 
+    # --- editing the held items (subclasses; then ``_update``) -------------------------
+
+    def _put(self, index: int, item: T) -> None:
+        """Item ``index`` is now ``item`` (nothing happens when it is the same)."""
+        old = self._sources[index]
+        if old is item or old == item:
+            return
+        self._sources[index] = item
+        self._strips[index] = None
+        self._stale = min(self._stale, index)
+
+    def _insert(self, index: int, item: T) -> None:
+        self._sources.insert(index, item)
+        self._strips.insert(index, None)
+        self._ends.insert(index, 0)
+        self._stale = min(self._stale, index)
+
+    def _trim(self, count: int) -> None:
+        """Drop the ``count`` oldest held items; what stays keeps its wrapped lines."""
+        if count <= 0:
+            return
+        if count >= len(self._sources):
+            self._origin += count
+            self._clear()
+            return
+        if self._stale >= count:
+            self._line0 = self._ends[count - 1]
+            self._stale -= count
+        else:
+            self._stale = 0
+        del self._sources[:count]
+        del self._strips[:count]
+        del self._ends[:count]
+        self._origin += count
+
+    def _cut(self, count: int) -> None:
+        """Keep only the first ``count`` held items."""
+        del self._sources[count:]
+        del self._strips[count:]
+        del self._ends[count:]
+        self._stale = min(self._stale, count)
+
+    def _clear(self) -> None:
+        self._sources.clear()
+        self._strips.clear()
+        self._ends.clear()
+        self._stale = 0
+        self._line0 = 0
+
+    def _update(self, follow: bool) -> None:
+        """Lay out what changed and keep following the bottom if we were."""
+        if (
+            self._stale < len(self._sources)
+            or self._hidden != self._drawn_hidden
+            or self._header_lines() + self._body_lines() != self._total
+        ):
+            self._relayout()
+            if follow:
+                self.scroll_end(animate=False, immediate=True, x_axis=False)
+
     # --- internals ---------------------------------------------------------------------
 
     def _at_bottom(self) -> bool:
@@ -162,6 +226,9 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
     def _header_lines(self) -> int:
         return 1 if self._hidden or (not self._sources and self._empty is not None) else 0
 
+    def _body_lines(self) -> int:
+        return self._ends[-1] - self._line0 if self._ends else 0
+
     def _relayout(self) -> None:
         if not self.is_mounted:
             return
@@ -169,18 +236,27 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
         if width != self._wrap_width:
             self._wrap_width = width
             self._strips = [None] * len(self._sources)
-        console = self.app.console
-        options = console.options.update(width=width, highlight=False, markup=False)
-        for index, cached in enumerate(self._strips):
-            if cached is None:
-                text = self._render_item(self._sources[index])
-                lines = console.render_lines(text, options, pad=False)
-                self._strips[index] = [Strip(line) for line in lines] or [Strip([])]
-                self.renders += 1
-        heights = [len(s) if s is not None else 0 for s in self._strips]
-        header = self._header_lines()
-        self._starts = [header + start for start in accumulate(heights, initial=0)][:-1]
-        self._total = header + sum(heights)
+            self._stale = 0
+        strips, ends = self._strips, self._ends
+        start = self._stale
+        if start < len(strips):
+            console = self.app.console
+            options = console.options.update(width=width, highlight=False, markup=False)
+            line = ends[start - 1] if start else self._line0
+            for index in range(start, len(strips)):
+                cached = strips[index]
+                if cached is None:
+                    text = self._render_item(self._sources[index])
+                    lines = console.render_lines(text, options, pad=False)
+                    cached = strips[index] = [Strip(line) for line in lines] or [Strip([])]
+                    self.renders += 1
+                line += len(cached)
+                ends[index] = line
+            self.layouts += len(strips) - start
+            self._stale = len(strips)
+        body = ends[-1] - self._line0 if ends else 0
+        self._drawn_hidden = self._hidden
+        self._total = self._header_lines() + body
         self.virtual_size = Size(width, self._total)
         self.refresh()
 
@@ -195,13 +271,19 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
     def _strip_at(self, y: int) -> Strip | None:
         if y < 0 or y >= self._total:
             return None
-        if y < self._header_lines():
+        header = self._header_lines()
+        if y < header:
             return self._header_strip()
-        index = bisect_right(self._starts, y) - 1
+        if self._stale < len(self._sources):
+            return None  # laid out at the next update
+        line = y - header + self._line0
+        index = bisect_right(self._ends, line)
+        if index >= len(self._strips):
+            return None
         lines = self._strips[index]
         if lines is None:
             return None
-        offset = y - self._starts[index]
+        offset = line - (self._ends[index - 1] if index else self._line0)
         return lines[offset] if offset < len(lines) else None
 
     def on_resize(self, event: Resize) -> None:
@@ -225,6 +307,31 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
         if strip is None:
             return Strip.blank(width, style)
         return strip.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
+
+
+def log_changes(previous: Log[K] | None, current: Log[K]) -> Iterator[tuple[int, K]]:
+    """``(absolute position, item)`` for each item of ``current`` that is not the very same
+    object at that position in ``previous`` (None: every item is new).
+
+    Blocks both logs share are skipped whole, so this costs one identity check per block
+    plus the changed blocks' items, however long the conversation.
+    """
+    if previous is current:
+        return
+    new_blocks = current.blocks
+    old_blocks = previous.blocks if previous is not None else ()
+    base = current.dropped
+    shift = (base - previous.dropped) // LOG_CHUNK if previous is not None else 0
+    for k, block in enumerate(new_blocks):
+        j = k + shift
+        old = old_blocks[j] if 0 <= j < len(old_blocks) else ()
+        if old is block:
+            continue
+        start = base + k * LOG_CHUNK
+        for i, item in enumerate(block):
+            if i < len(old) and old[i] is item:
+                continue
+            yield start + i, item
 
 
 def render_segment(seg: Segment, *, ended: bool = False, no_color: bool = False) -> Text:
@@ -300,10 +407,27 @@ def merge_errors(
 
 
 class Transcript(TranscriptView[TranscriptItem]):
-    """The conversation transcript (``State.transcript``, with ``State.errors`` in place)."""
+    """The conversation transcript (``State.transcript``, with ``State.errors`` in place).
+
+    It follows the state by what changed: segments are found by identity in the reducer's
+    block log (:func:`log_changes`), errors by what was appended since the last frame. An
+    error stays shown (until the view's bound drops it) after the reducer's own bound on
+    errors has let it go.
+    """
 
     def __init__(self, *, id: str | None = None, max_items: int = DEFAULT_MAX_ITEMS) -> None:
         self._ended = False
+        self._seg_log: Log[Segment] | None = None
+        self._seen_error: ErrorEntry | None = None
+        self._at: dict[int, int] = {}
+        """Absolute segment position -> absolute view position, for held segments."""
+        self._first_seg = -1
+        """Absolute position of the oldest held segment (-1: none held)."""
+        self._last_seg = -1
+        """Absolute position of the newest held segment (-1: none yet)."""
+        self._dropped_segments = 0
+        """Segments the reducer dropped (``State.earlier_segments``) at the last update."""
+        self._live_segments = 0
         super().__init__(
             self._item_text,
             max_items=max_items,
@@ -318,9 +442,78 @@ class Transcript(TranscriptView[TranscriptItem]):
         return render_segment(item, ended=self._ended, no_color=no_color)
 
     def show(self, state: State) -> None:
-        """Show the state's transcript, its errors in place."""
+        """Show the state's transcript, its errors in place (costs what changed)."""
         self.set_ended(state.ended)
-        self.set_items(merge_errors(state.transcript, state.errors))
+        log = state.segment_log
+        previous = self._seg_log
+        if previous is not None and log.dropped < previous.dropped:
+            previous = None  # another conversation: start again
+            self._restart()
+        if log is previous and (not state.errors or state.errors[-1] is self._seen_error):
+            return
+        follow = self._at_bottom()
+        self._seg_log = log
+        self._dropped_segments = log.dropped
+        self._live_segments = len(log)
+        new: list[tuple[int, Segment]] = []
+        for position, segment in log_changes(previous, log):
+            view = self._at.get(position)
+            if view is not None:
+                self._put(view - self._origin, segment)
+            elif position > self._last_seg:
+                new.append((position, segment))
+            # else: a change to a segment the view's bound already dropped
+        if len(new) > self.max_items:
+            new = new[-self.max_items :]
+        errors = _since(state.errors, self._seen_error)
+        if state.errors:
+            self._seen_error = state.errors[-1]
+        for error in errors:
+            self._insert(len(self._sources), error)
+        for position, segment in new:
+            self._add_segment(position, segment)
+        excess = len(self._sources) - self.max_items
+        if excess > 0:
+            self._drop_front(excess)
+        self._hidden = self._hidden_segments()
+        self._update(follow)
+
+    def _add_segment(self, position: int, segment: Segment) -> None:
+        """A new segment goes after the newest one, and after the errors since then that
+        happened before it started (as :func:`merge_errors` places it)."""
+        sources = self._sources
+        index = self._at[self._last_seg] - self._origin + 1 if self._last_seg in self._at else 0
+        while index < len(sources):
+            item = sources[index]
+            if not isinstance(item, ErrorEntry) or item.at >= segment.started_at:
+                break
+            index += 1
+        self._insert(index, segment)
+        self._at[position] = self._origin + index
+        if self._first_seg < 0:
+            self._first_seg = position
+        self._last_seg = position
+
+    def _drop_front(self, count: int) -> None:
+        """Drop the oldest ``count`` held items (segments and errors)."""
+        segments = sum(1 for item in self._sources[:count] if isinstance(item, Segment))
+        for position in range(self._first_seg, self._first_seg + segments):
+            self._at.pop(position, None)
+        self._first_seg = self._first_seg + segments if self._at else -1
+        self._trim(count)
+
+    def _hidden_segments(self) -> int:
+        """Segments not shown: all before the oldest held one."""
+        if self._first_seg >= 0:
+            return self._first_seg
+        return self._dropped_segments + self._live_segments
+
+    def _restart(self) -> None:
+        self._clear()
+        self._origin = 0
+        self._at.clear()
+        self._first_seg = self._last_seg = -1
+        self._seen_error = None
 
     def set_ended(self, ended: bool) -> None:
         """The session ended: queued typed turns now read as not sent."""
@@ -329,11 +522,23 @@ class Transcript(TranscriptView[TranscriptItem]):
             self.invalidate(lambda item: isinstance(item, Segment) and item.typed and item.queued)
 
 
+def _since(items: tuple[ErrorEntry, ...], seen: ErrorEntry | None) -> tuple[ErrorEntry, ...]:
+    """The entries after ``seen`` in a bounded tuple (older ones may have dropped off)."""
+    if not items or items[-1] is seen:
+        return ()
+    if seen is not None:
+        for index in range(len(items) - 1, -1, -1):
+            if items[index] is seen:
+                return items[index + 1 :]
+    return items
+
+
 __all__ = [
     "DEFAULT_MAX_ITEMS",
     "Transcript",
     "TranscriptItem",
     "TranscriptView",
+    "log_changes",
     "merge_errors",
     "render_error",
     "render_segment",
