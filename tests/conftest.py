@@ -12,8 +12,6 @@ one network namespace the runner made.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import quiet_livekit
 
@@ -24,9 +22,6 @@ pytest_plugins = ["fishtalk.sim.testing"]
 
 quiet_livekit.install()
 
-_PREVIOUS_DIR = pytest.StashKey[Path]()
-"""The directory of the test this process ran last."""
-
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("webrtc") is not None and not in_namespace():
@@ -35,27 +30,3 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             "`python -m fishtalk.sim.netns -- python -m pytest`",
             pytrace=False,
         )
-
-
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    item.config.stash[_PREVIOUS_DIR] = item.path.parent
-
-
-@pytest.fixture(autouse=True)
-def _portaudio_follows_vaudio(request: pytest.FixtureRequest) -> None:
-    """Point this process (and PortAudio) at ``vaudio`` again after tests elsewhere ran.
-
-    A test module may start a virtual audio server of its own and stop it; PortAudio still
-    lists that server's devices until it is re-initialised. Which tests a worker runs, and
-    in which order, is up to pytest-xdist, so a test using ``vaudio`` that follows a test of
-    another directory re-points the process first (about 50 ms).
-    """
-    if "vaudio" not in request.fixturenames:
-        return
-    va = request.getfixturevalue("vaudio")
-    if request.config.stash.get(_PREVIOUS_DIR, None) == request.path.parent:
-        return
-    va.apply_env()
-    from fishtalk.audio.devices import rescan
-
-    rescan()

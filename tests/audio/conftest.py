@@ -7,8 +7,7 @@ live inside each server, so workers never see each other's devices.
 
 The server starts before anything imports sounddevice (PortAudio enumerates devices on
 import); if sounddevice was imported earlier, PortAudio is re-initialised after the
-server is up (and, by tests/conftest.py, again whenever a test of another directory ran
-in between: such a test may have pointed PortAudio at a server of its own, since stopped).
+server is up.
 """
 
 from __future__ import annotations
