@@ -13,14 +13,12 @@ one network namespace the runner made.
 from __future__ import annotations
 
 import pytest
-import quiet_livekit
 
 from fishtalk.sim.netns import in_namespace
 
-# Shared fixtures for the loopback LiveKit server (sim_server, room_factory).
-pytest_plugins = ["fishtalk.sim.testing"]
-
-quiet_livekit.install()
+# Shared fixtures for the loopback LiveKit server (sim_server, room_factory); livekit's
+# harmless "unknown FFI handle" noise kept off the output (tests/quiet_livekit.py).
+pytest_plugins = ["fishtalk.sim.testing", "quiet_livekit"]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -1,4 +1,4 @@
-"""Keep one known livekit log line off the test output, and only that one.
+"""A pytest plugin: livekit's harmless "unknown FFI handle" noise kept off the test output.
 
 When the garbage collector reaches an ``FfiHandle`` the native side already released
 (after a room closed; at the latest when the interpreter exits, after pytest's summary),
@@ -9,13 +9,23 @@ configured Python prints it on stderr. It is the log side of the GC-time asserti
 
 :func:`install` puts a filter on the ``livekit`` logger that turns exactly that record
 into a debug record (still there for a test's captured log and for ``--log-level=DEBUG``)
-and leaves every other record alone. The root conftest installs it for every test process.
+and leaves every other record alone.
+
+As a plugin (the root conftest loads it, so every xdist worker has it) it installs that
+filter and the CLI's own hook for the assertion,
+:func:`fishtalk.native.quiet_livekit_handle_drops`, which otherwise shows up now and then as
+a ``PytestUnraisableExceptionWarning`` for whichever test the garbage collector ran in.
+Every other unraisable exception still reaches pytest.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+
+import pytest
+
+from fishtalk.native import quiet_livekit_handle_drops
 
 LOGGER = "livekit"
 UNKNOWN_HANDLE = re.compile(r" - Attempted to drop unknown FFI handle: \d+\Z")
@@ -41,3 +51,10 @@ def install() -> None:
     logger = logging.getLogger(LOGGER)
     if not any(isinstance(f, UnknownHandleDropToDebug) for f in logger.filters):
         logger.addFilter(UnknownHandleDropToDebug())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # trylast: after pytest's own unraisable-exception hook is in place, so ours wraps it.
+    install()
+    quiet_livekit_handle_drops()

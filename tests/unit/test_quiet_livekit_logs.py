@@ -86,9 +86,74 @@ def test_the_filter_keeps_only_that_line_off_stderr() -> None:
     assert done.stderr.count(LINE) == 2  # the two lookalikes, nothing more
 
 
-def test_the_test_processes_have_the_filter_installed() -> None:
+def test_the_test_processes_have_the_filter_and_the_hook_installed() -> None:
     filters = logging.getLogger("livekit").filters
     assert sum(isinstance(f, quiet_livekit.UnknownHandleDropToDebug) for f in filters) == 1
+    assert getattr(sys.unraisablehook, "_fishtalk_quiet_handles", False)
+
+
+A_TEST_RUN = """
+    import gc
+
+    from livekit.rtc._ffi_client import FfiClient, FfiHandle
+
+    FfiClient.instance
+
+
+    class Other:
+        def __del__(self):
+            raise RuntimeError("someone else's bug")
+
+
+    def test_drops_an_unknown_handle():
+        FfiHandle(987654321)
+        gc.collect()
+
+
+    def test_someone_elses_finalizer_fails():
+        Other()
+        gc.collect()
+"""
+
+AFTER_THE_SUMMARY = """
+    from livekit.rtc._ffi_client import FfiHandle
+
+
+    def pytest_unconfigure(config):
+        FfiHandle(987654322)  # as a handle the last garbage collection finds
+"""
+
+
+def _pytest_run(tmp_path: Path, *plugin: str) -> str:
+    (tmp_path / "test_noise.py").write_text(textwrap.dedent(A_TEST_RUN), "utf-8")
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(AFTER_THE_SUMMARY), "utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), *sys.path]))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "test_noise.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+    return done.stdout + done.stderr
+
+
+def test_a_pytest_run_without_the_plugin_shows_the_noise(tmp_path: Path) -> None:
+    output = _pytest_run(tmp_path)
+    assert "FfiHandle.__del__" in output
+    assert f"{LINE}: 987654322" in output.split("2 passed")[1]  # after the summary
+    assert "someone else's bug" in output
+
+
+def test_a_pytest_run_with_the_plugin_shows_only_the_other_failure(tmp_path: Path) -> None:
+    output = _pytest_run(tmp_path, "-p", "quiet_livekit")
+    assert "FfiHandle" not in output
+    assert LINE not in output
+    assert "someone else's bug" in output
 
 
 def _record(name: str, level: int, *args: object) -> logging.LogRecord:
