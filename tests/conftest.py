@@ -24,6 +24,15 @@ from fishtalk.sim.netns import in_namespace
 pytest_plugins = ["fishtalk.sim.testing", "quiet_livekit"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Real-time audio tests (echo cancellation, a sound server restart) measure timing-
+    # sensitive signals: under `--dist loadgroup` they run one after another on one worker
+    # instead of two at once on different workers, each with its own PulseAudio.
+    for item in items:
+        if item.get_closest_marker("audio") is not None:
+            item.add_marker(pytest.mark.xdist_group("audio"))
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("webrtc") is not None and not in_namespace():
         pytest.fail(

@@ -21,3 +21,9 @@ def test_this_process_reaches_its_own_server(vaudio: VirtualAudio) -> None:
     info = vaudio.pactl("info")
     assert f"Default Sink: {SPEAKER}" in info
     assert f"Default Source: {MIC}" in info
+
+
+def test_audio_tests_share_one_worker(request: pytest.FixtureRequest) -> None:
+    group = request.node.get_closest_marker("xdist_group")
+    assert group is not None
+    assert group.args == ("audio",)

@@ -37,6 +37,8 @@ def test_ci_runs_the_tests_in_parallel_and_lists_the_slowest() -> None:
     workers = argv[argv.index("-n") + 1]
     assert int(workers) >= 2
     assert "--durations=25" in argv
+    # The real-time audio tests share one worker (tests/conftest.py groups them).
+    assert argv[argv.index("--dist") + 1] == "loadgroup"
 
 
 def test_ci_script_fails_on_any_failure_and_checks_the_contracts() -> None:
