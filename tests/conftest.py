@@ -12,8 +12,9 @@ one network namespace the runner made.
 
 from __future__ import annotations
 
-import gc
 import os
+import signal
+import threading
 
 import pytest
 
@@ -44,14 +45,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """In an xdist worker, collect the garbage before the worker reports that it finished.
+    """In an xdist worker, ignore SIGINT once the session is over.
 
-    Once it has, execnet gives the worker 5 s to exit and then interrupts it with SIGINT,
-    while pytest's last garbage collection (its unraisable-exception check) may still be
-    running finalizers (livekit handles, event loops): that took 6 s on a loaded machine and
-    printed a KeyboardInterrupt warning after the summary. Collected here, while the
-    controller waits without a deadline, little is left for that last collection.
+    When the run ends execnet gives each worker 5 s to finish, then sends it SIGINT (and
+    10 s later ends it with os._exit). pytest's last garbage collection, in its clean-up
+    after the summary, took longer than that on a loaded machine, and the KeyboardInterrupt
+    landing in a finalizer printed a PytestUnraisableExceptionWarning after the summary.
+    Every result has been reported by now; only the clean-up is left to interrupt.
     """
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        for _ in range(3):
-            gc.collect()
+    if (
+        os.environ.get("PYTEST_XDIST_WORKER")
+        and threading.current_thread() is threading.main_thread()
+    ):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
