@@ -6,12 +6,14 @@ copy of the package with one forbidden import breaks the matching contract.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -106,3 +108,37 @@ def test_a_forbidden_import_breaks_its_contract(
     broken = [ln for ln in done.stdout.splitlines() if ln.endswith(" BROKEN")]
     assert len(broken) >= 1, done.stdout
     assert any(contract in ln for ln in broken), broken
+
+
+RECORD_SIGINT = """
+    import importlib.util, json, os, signal
+
+    # The hook under test, taken from the suite's own conftest.
+    _spec = importlib.util.spec_from_file_location("suite_conftest", {conftest!r})
+    _suite = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_suite)
+    pytest_sessionfinish = _suite.pytest_sessionfinish
+
+    def pytest_unconfigure(config):
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            handler = signal.getsignal(signal.SIGINT)
+            with open("sigint.json", "w") as out:
+                json.dump(handler == signal.SIG_IGN, out)
+"""
+
+
+def test_a_worker_ignores_sigint_once_its_session_is_over(tmp_path: Path) -> None:
+    """execnet's exit nudge (SIGINT after 5 s) must not land in pytest's clean-up."""
+    conftest = textwrap.dedent(RECORD_SIGINT).format(conftest=str(ROOT / "tests" / "conftest.py"))
+    (tmp_path / "conftest.py").write_text(conftest, "utf-8")
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n", "utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", "test_one.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads((tmp_path / "sigint.json").read_text("utf-8")) is True
