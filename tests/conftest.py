@@ -3,17 +3,36 @@
 Tests marked ``webrtc`` need a network namespace with a non-loopback interface (libwebrtc
 ignores ``lo``). Run the suite through ``python -m fishtalk.sim.netns -- python -m pytest``;
 outside it those tests fail loudly instead of hanging in ICE or being skipped.
+
+The README's test command runs the tests in parallel (pytest-xdist, ``-n``): every worker
+is a process of its own, so each has its own event loops, livekit runtime, sim servers (on
+port 0) and PulseAudio server (``vaudio``, tests/audio/conftest.py). All workers share the
+one network namespace the runner made.
 """
 
 from __future__ import annotations
+
+import os
+import signal
+import threading
 
 import pytest
 
 from fishtalk.sim.netns import in_namespace
 
-# Shared fixtures: the loopback LiveKit server (sim_server, room_factory) and the session
-# harness (sim: the Fish endpoint + a scripted agent).
-pytest_plugins = ["sim_fixtures", "session_harness"]
+# Shared fixtures: the loopback LiveKit server (sim_server, room_factory), the session
+# harness (sim: the Fish endpoint + a scripted agent); livekit's harmless "unknown FFI
+# handle" noise kept off the output (tests/quiet_livekit.py).
+pytest_plugins = ["sim_fixtures", "session_harness", "quiet_livekit"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Real-time audio tests (echo cancellation, a sound server restart) measure timing-
+    # sensitive signals: under `--dist loadgroup` they run one after another on one worker
+    # instead of two at once on different workers, each with its own PulseAudio.
+    for item in items:
+        if item.get_closest_marker("audio") is not None:
+            item.add_marker(pytest.mark.xdist_group("audio"))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -23,3 +42,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             "`python -m fishtalk.sim.netns -- python -m pytest`",
             pytrace=False,
         )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In an xdist worker, ignore SIGINT once the session is over.
+
+    When the run ends execnet gives each worker 5 s to finish, then sends it SIGINT (and
+    10 s later ends it with os._exit). pytest's last garbage collection, in its clean-up
+    after the summary, took longer than that on a loaded machine, and the KeyboardInterrupt
+    landing in a finalizer printed a PytestUnraisableExceptionWarning after the summary.
+    Every result has been reported by now; only the clean-up is left to interrupt.
+    """
+    if (
+        os.environ.get("PYTEST_XDIST_WORKER")
+        and threading.current_thread() is threading.main_thread()
+    ):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
