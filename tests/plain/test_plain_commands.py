@@ -21,6 +21,7 @@ from livekit import rtc
 
 from fishtalk import conversation as conv
 from fishtalk.config import Settings
+from fishtalk.launch import build_session, exit_code
 from fishtalk.plain import PlainChat
 from fishtalk.session import Session
 from fishtalk.sim import SimHandle, run_sim
@@ -196,7 +197,7 @@ async def test_interrupt_cuts_the_reply_on_both_sides(sim: SimHandle) -> None:
             "session": {"agent_id": "quiet", "text_only": True},
         }
     )
-    session = Session(settings)
+    session = build_session(settings)
     read_end, write_end = os.pipe()
     stdin = os.fdopen(read_end, "r")
     out = io.StringIO()
@@ -222,7 +223,7 @@ async def test_interrupt_cuts_the_reply_on_both_sides(sim: SimHandle) -> None:
         os.close(write_end)
         if not run.done():
             run.cancel()
-    assert result.exit_code == 0
+    assert exit_code(result) == 0
     cut = state.segment(reply)
     assert cut is not None
     assert cut.interrupted
