@@ -87,6 +87,9 @@ LINK_WAIT: Final = 30.0
 """How long a client event waits for the transport to come back before being reported."""
 LEAVE_SETTLE: Final = 0.3
 """Seconds to wait before believing a participant left (it may be a reconnect starting)."""
+CONNECT_SETTLE: Final = 60.0
+"""At teardown, how long a room connect still in flight gets to finish before the room is
+disconnected (a connect is never cancelled: see :meth:`Session._connect`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +273,8 @@ class Session:
         self._refusal: errors.FishtalkError | None = None
         """An error that ended the session but whose wording is the end reason's own."""
         self._sent_events = 0
+        self._connecting: asyncio.Future[None] | None = None
+        """The room connect, while in flight (never cancelled; awaited at teardown)."""
 
     # --- what front ends use -----------------------------------------------------------
 
@@ -479,9 +484,19 @@ class Session:
         timeouts = self.timeouts
         options = rtc.RoomOptions(auto_subscribe=True, connect_timeout=timeouts.signal_attempt)
         detail: str | None = None
+        # The connect is never cancelled, not by the timeout nor by a hang-up meanwhile: a
+        # cancelled room.connect strands the SDK's handshake (leaked sockets, then an FFI
+        # panic that kills the process). It runs in a task of its own; a timeout stops the
+        # waiting only, and teardown lets the connect finish before disconnecting.
+        connecting = asyncio.ensure_future(
+            room.connect(url, grant.token.get_secret_value(), options)
+        )
+        self._connecting = connecting
         try:
-            async with asyncio.timeout(timeouts.connect):
-                await room.connect(url, grant.token.get_secret_value(), options)
+            done, _ = await asyncio.wait({connecting}, timeout=timeouts.connect)
+            if not done:
+                raise TimeoutError
+            connecting.result()
         except TimeoutError:
             detail = (
                 f"Could not establish a WebRTC connection to {host} within "
@@ -868,6 +883,7 @@ class Session:
         self._tools.cancel_all()
         await self._tasks.cancel_all()
         self._audio_streams.clear()
+        await self._settle_connect()
         room, self._room = self._room, None
         if room is not None:
             try:
@@ -884,6 +900,21 @@ class Session:
                 await self._audio.aclose()
             except Exception as exc:
                 _log.info("audio backend did not close cleanly: %s", exc)
+
+    async def _settle_connect(self) -> None:
+        """Wait (bounded) for a room connect still in flight, so the room can be
+        disconnected cleanly afterwards; it is never cancelled."""
+        connecting, self._connecting = self._connecting, None
+        if connecting is None:
+            return
+        if not connecting.done():
+            _log.info("waiting for the room connect in flight to finish before disconnecting")
+            await asyncio.wait({connecting}, timeout=CONNECT_SETTLE)
+        if connecting.done():
+            if not connecting.cancelled():
+                connecting.exception()  # retrieved: reported already, or moot at teardown
+        else:
+            _log.warning("the room connect did not finish within %g s", CONNECT_SETTLE)
 
 
 def _task_failed(task: asyncio.Task[Any], exc: BaseException) -> None:
