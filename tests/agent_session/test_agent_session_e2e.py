@@ -1,0 +1,272 @@
+"""``fishtalk.AgentSession`` against the sim: the real SDK, the real session API client.
+
+One test per outcome of the Python API: a turn's events in order, client tools as plain
+callables, every session-API failure as its own exception class, concurrent and
+sequential sessions, clean shutdown after an error in the ``async with`` body (nothing
+left running: tasks, threads, the room), and use from a plain ``asyncio.run`` script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+from pydantic import JsonValue
+
+from fishtalk import AgentSession, ConnectionFailedError, SessionEndedError, ToolContext, events
+from fishtalk import errors as e
+from fishtalk.session import Timeouts
+from fishtalk.sim import SimInfo
+
+from .conftest import WAIT, in_order, options, our_tasks, our_threads
+
+pytestmark = pytest.mark.webrtc
+
+
+async def test_the_events_of_a_turn_arrive_in_order(sim: SimInfo) -> None:
+    session = AgentSession(**options(sim))
+    stream = session.events()  # subscribed before connecting: sees the connection too
+    seen: list[str] = []
+    finals: list[events.SegmentFinalised] = []
+    session.on("*", lambda ev: seen.append(ev.kind))
+    session.on(events.SegmentFinalised, finals.append)
+    async with session:
+        assert session.status == "connected"
+        greeting = await session.wait_for_reply(WAIT)
+        assert greeting.text == "Hello from the sim."
+        sent = await session.send_text("What is two and two?")
+        assert sent.typed
+        assert not sent.queued
+        reply = await session.wait_for_reply(WAIT)
+        assert reply.role == "agent"
+        assert reply.final
+        assert reply.text.startswith("You said: What is two and two?")
+        assert session.transcript[-1].segment_id == reply.segment_id
+    kinds = [ev.kind async for ev in stream]
+    assert kinds[-2:] == ["status_change", "ended"]
+    assert in_order(
+        kinds,
+        [
+            "status_change",  # connected
+            "agent_state_change",
+            "segment_opened",  # the greeting
+            "segment_grew",
+            "segment_finalised",
+            "segment_opened",  # our message
+            "message_sent",
+            "segment_opened",  # the reply
+            "mode_change",  # speaking
+            "segment_grew",
+            "segment_finalised",
+            "mode_change",  # listening
+            "status_change",  # ended
+            "ended",
+        ],
+    )
+    assert seen == kinds  # on("*") saw exactly what the stream saw
+    assert [f.segment.text for f in finals if f.segment.role == "agent"] == [
+        greeting.text,
+        reply.text,
+    ]
+    assert session.end_result is not None
+    assert session.end_result.reason == "user_hangup"
+    assert session.state.ended
+
+
+async def test_client_tools_are_plain_callables(sim: SimInfo) -> None:
+    calls: list[tuple[dict[str, JsonValue], ToolContext]] = []
+
+    def get_time(params: dict[str, JsonValue], ctx: ToolContext) -> dict[str, str]:
+        calls.append((params, ctx))
+        return {"time": "12:34", "zone": str(params.get("zone"))}
+
+    cards: list[events.ToolCardChanged] = []
+    tools = {"get_time": get_time}
+    async with AgentSession(**options(sim, agent_id="tool"), client_tools=tools) as s:
+        s.on(events.ToolCardChanged, cards.append)
+        await s.send_text("What time is it?")
+        reply = await s.wait_for_reply(WAIT)
+    assert len(calls) == 1
+    params, ctx = calls[0]
+    assert params == {"zone": "UTC"}
+    assert ctx.tool_name == "get_time"
+    assert ctx.call_id
+    assert "12:34" in reply.text  # the agent heard the result
+    done = [c.card for c in cards if c.card.client is not None and c.card.client.status == "ok"]
+    assert done
+    assert done[0].call_id == ctx.call_id
+
+
+async def test_async_client_tool_errors_become_error_results(sim: SimInfo) -> None:
+    async def get_time(params: dict[str, JsonValue], ctx: ToolContext) -> object:
+        await asyncio.sleep(0)
+        raise RuntimeError("the clock is broken")
+
+    errors_seen: list[events.ErrorAdded] = []
+    tools = {"get_time": get_time}
+    async with AgentSession(**options(sim, agent_id="tool"), client_tools=tools) as s:
+        s.on("error", errors_seen.append)
+        await s.send_text("What time is it?")
+        reply = await s.wait_for_reply(WAIT)
+    assert "the clock is broken" in reply.text  # the error result reached the agent
+    assert [err.error.code for err in errors_seen] == ["tool_failed"]
+
+
+@pytest.mark.parametrize(
+    ("agent_id", "expected"),
+    [
+        ("err-400", e.BadRequestError),
+        ("err-401", e.AuthenticationError),
+        ("err-402", e.PaymentRequiredError),
+        ("err-403-origin", e.OriginForbiddenError),
+        ("err-403-private", e.AgentNotPublicError),
+        ("err-403-unavailable", e.AgentUnavailableError),
+        ("err-404", e.NotFoundError),
+        ("err-409", e.ConflictError),
+        ("err-415", e.UnsupportedMediaTypeError),
+        ("err-422", e.RequestValidationError),
+        ("err-429", e.RateLimitedError),
+        ("err-500", e.ServerError),
+        ("err-502", e.BadGatewayError),
+        ("err-503", e.ServiceUnavailableError),
+        ("err-badjson", e.UnexpectedResponseError),
+        ("transport-webrtc", e.UnsupportedTransportError),
+        ("err-slow", e.ApiTimeoutError),
+    ],
+)
+async def test_each_session_api_failure_raises_its_class(
+    sim: SimInfo, agent_id: str, expected: type[e.FishtalkError]
+) -> None:
+    before = our_tasks()
+    session = AgentSession(**options(sim, agent_id=agent_id), api_timeout=1.0)
+    with pytest.raises(expected) as caught:
+        async with session:
+            pytest.fail("the body must not run when the session could not be created")
+    assert type(caught.value) is expected
+    if isinstance(caught.value, e.ApiError):
+        assert isinstance(caught.value, e.SessionApiError)
+    assert session.state.ended
+    assert our_tasks() <= before
+
+
+async def test_an_unreachable_api_raises_a_connection_error(sim: SimInfo) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    session = AgentSession(**options(sim, api_url=f"http://127.0.0.1:{port}"), api_timeout=1.0)
+    with pytest.raises(e.ApiConnectionError):
+        await session.start()
+    assert isinstance(ConnectionFailedError("x", reason="connection_failed"), SessionEndedError)
+
+
+async def test_a_missing_key_is_refused_before_any_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("FISH_API_KEY", raising=False)
+    with pytest.raises(e.ClientConfigError, match="FISH_API_KEY"):
+        AgentSession(agent_id="quiet")
+    with pytest.raises(e.ClientConfigError, match="origin"):
+        AgentSession(agent_id="quiet", public=True)
+    with pytest.raises(ValueError, match="agent_id"):
+        AgentSession(api_key="k")
+
+
+async def test_two_sessions_at_the_same_time(sim: SimInfo) -> None:
+    async def ask(question: str) -> str:
+        async with AgentSession(**options(sim)) as s:
+            await s.wait_for_reply(WAIT)
+            await s.send_text(question)
+            return (await s.wait_for_reply(WAIT)).text
+
+    first, second = await asyncio.wait_for(asyncio.gather(ask("apples"), ask("pears")), WAIT * 2)
+    assert first.startswith("You said: apples")
+    assert second.startswith("You said: pears")
+
+
+async def test_an_error_in_the_body_shuts_everything_down(sim: SimInfo) -> None:
+    threads, tasks = our_threads(), our_tasks()
+    for _ in range(2):  # one session after another, in one process
+        session = AgentSession(**options(sim), client_tools={"get_time": lambda p, c: None})
+        with pytest.raises(ZeroDivisionError):  # noqa: PT012 - the body is what is tested
+            async with session:
+                await session.send_text("hello")
+                _ = 1 / 0
+        assert session.state.ended
+        assert session.end_result is not None
+        assert session.end_result.reason == "user_hangup"
+        assert our_tasks() <= tasks  # nothing of ours is left on the loop
+        assert our_threads() <= threads  # no worker thread either
+        with pytest.raises(SessionEndedError) as ended:
+            await session.send_text("too late")
+        assert ended.value.reason == "user_hangup"
+        with pytest.raises(SessionEndedError):
+            await session.wait_for_reply(1.0)
+        await session.close()  # twice is harmless
+
+
+async def test_a_session_that_cannot_connect_raises_connection_failed(sim: SimInfo) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from pydantic import SecretStr
+
+    from fishtalk.api import LiveKitGrant
+
+    grant = LiveKitGrant(  # a room server that is not there
+        session_id="sess_nowhere",
+        expires_at=datetime.now(UTC) + timedelta(minutes=5),
+        max_duration_seconds=60,
+        livekit_url="ws://127.0.0.1:9",
+        token=SecretStr("not-a-token"),
+    )
+    tasks = our_tasks()
+    short = Timeouts(connect=3.0, signal_attempt=1.0, agent_join=2.0)
+    with pytest.raises(ConnectionFailedError) as caught:
+        async with AgentSession(grant=grant, text_only=True, timeouts=short):
+            pytest.fail("not connected")
+    assert caught.value.reason == "connection_failed"
+    assert our_tasks() <= tasks
+
+
+SCRIPT = """
+import asyncio, os
+from fishtalk import AgentSession
+
+async def main() -> None:
+    async with AgentSession(
+        agent_id="quiet", api_url=os.environ["SIM_URL"], api_key=os.environ["SIM_KEY"],
+        text_only=True,
+    ) as session:
+        print("greeting:", (await session.wait_for_reply(30)).text)
+        await session.send_text("from a script")
+        print("reply:", (await session.wait_for_reply(30)).text)
+
+asyncio.run(main())
+print("done")
+"""
+
+
+async def test_a_plain_asyncio_run_script(sim: SimInfo) -> None:
+    env: dict[str, Any] = {**os.environ, "SIM_URL": sim.api_url, "SIM_KEY": sim.dev_key}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        textwrap.dedent(SCRIPT),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), WAIT * 2)
+    text = out.decode()
+    assert proc.returncode == 0, err.decode()
+    assert text.splitlines() == [
+        "greeting: Hello from the sim.",
+        "reply: You said: from a script. Try 'call get_local_context', 'error' or 'goodbye'.",
+        "done",
+    ]
