@@ -42,7 +42,7 @@ def test_agent_session_is_exported_lazily() -> None:
     for name in fishtalk.__all__:
         assert getattr(fishtalk, name) is not None
     with pytest.raises(AttributeError):
-        _ = fishtalk.NoSuchThing  # type: ignore[attr-defined]
+        _ = fishtalk.NoSuchThing
 
 
 def _public_members(obj: type) -> list[tuple[str, object]]:
@@ -87,7 +87,7 @@ def test_on_refuses_unknown_kinds() -> None:
     with pytest.raises(ValueError, match="unknown event kind"):
         session.on("agentResponse", print)
     with pytest.raises(ValueError, match="not an event class"):
-        session.on(int, print)
+        session.on(int, print)  # type: ignore[type-var]
     remove = session.on("ended", print)
     remove()
     remove()  # twice is harmless
