@@ -404,8 +404,11 @@ class AgentSession:
         if not run.done():
             self._session.hangup()
         # The run task tears the room down; shielded so a cancelled caller cannot cut the
-        # teardown short (it is awaited again by close()).
-        return await asyncio.shield(run)
+        # teardown short (it is awaited again by close()). A room connect still in flight
+        # is never cancelled: wait_closed() lets it settle and disconnects.
+        result = await asyncio.shield(run)
+        await self._session.wait_closed()
+        return result
 
     # --- state -------------------------------------------------------------------------
 

@@ -88,8 +88,11 @@ LINK_WAIT: Final = 30.0
 LEAVE_SETTLE: Final = 0.3
 """Seconds to wait before believing a participant left (it may be a reconnect starting)."""
 CONNECT_SETTLE: Final = 60.0
-"""At teardown, how long a room connect still in flight gets to finish before the room is
-disconnected (a connect is never cancelled: see :meth:`Session._connect`)."""
+"""After teardown, how long a room connect still in flight gets to finish before the room
+is disconnected (a connect is never cancelled: see :meth:`Session.wait_closed`)."""
+
+_SETTLING: set[asyncio.Task[None]] = set()
+"""Connects in flight handed over at teardown (strong references until they settle)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +277,9 @@ class Session:
         """An error that ended the session but whose wording is the end reason's own."""
         self._sent_events = 0
         self._connecting: asyncio.Future[None] | None = None
-        """The room connect, while in flight (never cancelled; awaited at teardown)."""
+        """The room connect, while in flight (never cancelled)."""
+        self._settling: asyncio.Task[None] | None = None
+        """Lets a connect still in flight at teardown finish, then disconnects."""
 
     # --- what front ends use -----------------------------------------------------------
 
@@ -883,8 +888,18 @@ class Session:
         self._tools.cancel_all()
         await self._tasks.cancel_all()
         self._audio_streams.clear()
-        await self._settle_connect()
         room, self._room = self._room, None
+        connecting, self._connecting = self._connecting, None
+        if connecting is not None and not connecting.done() and room is not None:
+            # Never cancelled (see wait_closed): a task of its own lets it finish, then
+            # disconnects, so a connect that timed out still fails fast.
+            task = asyncio.ensure_future(self._settle_connect(connecting, room))
+            self._settling = task
+            _SETTLING.add(task)
+            task.add_done_callback(_SETTLING.discard)
+            room = None
+        elif connecting is not None and connecting.done() and not connecting.cancelled():
+            connecting.exception()  # retrieved: already reported through the end reason
         if room is not None:
             try:
                 async with asyncio.timeout(DISCONNECT_TIMEOUT):
@@ -901,20 +916,35 @@ class Session:
             except Exception as exc:
                 _log.info("audio backend did not close cleanly: %s", exc)
 
-    async def _settle_connect(self) -> None:
-        """Wait (bounded) for a room connect still in flight, so the room can be
-        disconnected cleanly afterwards; it is never cancelled."""
-        connecting, self._connecting = self._connecting, None
-        if connecting is None:
-            return
+    async def _settle_connect(self, connecting: asyncio.Future[None], room: rtc.Room) -> None:
+        """Let a room connect still in flight finish (bounded), then disconnect the room."""
+        _log.info("the room connect is still in flight; disconnecting once it settles")
+        await asyncio.wait({connecting}, timeout=CONNECT_SETTLE)
         if not connecting.done():
-            _log.info("waiting for the room connect in flight to finish before disconnecting")
-            await asyncio.wait({connecting}, timeout=CONNECT_SETTLE)
-        if connecting.done():
-            if not connecting.cancelled():
-                connecting.exception()  # retrieved: reported already, or moot at teardown
-        else:
-            _log.warning("the room connect did not finish within %g s", CONNECT_SETTLE)
+            _log.warning("the room connect did not settle within %g s", CONNECT_SETTLE)
+            return
+        if not connecting.cancelled():
+            connecting.exception()  # retrieved: the session already ended for it
+        try:
+            async with asyncio.timeout(DISCONNECT_TIMEOUT):
+                await room.disconnect()
+        except Exception as exc:
+            _log.info("room disconnect did not complete cleanly: %s", exc)
+
+    async def wait_closed(self) -> None:
+        """Wait until nothing the session started is still running, after ``run()``.
+
+        ``run()`` returns as soon as the session has ended and been torn down, with one
+        exception: a room connect still in flight (it timed out, or the user hung up while
+        it ran) is never cancelled, because a cancelled ``room.connect`` strands the SDK's
+        handshake (leaked sockets, then a native panic that kills the process). It is left
+        to finish in a task of its own, which then disconnects the room; this waits for
+        that (at most :data:`CONNECT_SETTLE` seconds). A library user that must leave
+        nothing behind (``AgentSession.close()``) awaits it; a process about to exit need
+        not."""
+        task = self._settling
+        if task is not None:
+            await asyncio.shield(task)
 
 
 def _task_failed(task: asyncio.Task[Any], exc: BaseException) -> None:

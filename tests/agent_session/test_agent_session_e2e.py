@@ -270,3 +270,52 @@ async def test_a_plain_asyncio_run_script(sim: SimInfo) -> None:
         "reply: You said: from a script. Try 'call get_local_context', 'error' or 'goodbye'.",
         "done",
     ]
+
+
+async def test_a_connect_in_flight_is_never_cancelled(
+    sim: SimInfo, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The join times out while the SDK's connect still runs (a server that accepts and
+    never answers): the session ends at once, the connect is left to finish, not cancelled
+    (a cancelled connect strands the SDK's handshake), and close() waits for it and
+    disconnects, so nothing is left running."""
+    from datetime import UTC, datetime, timedelta
+
+    from pydantic import SecretStr
+
+    from fishtalk.api import LiveKitGrant
+
+    accepted = asyncio.Event()
+    held: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        accepted.set()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    grant = LiveKitGrant(
+        session_id="sess_silent",
+        expires_at=datetime.now(UTC) + timedelta(minutes=5),
+        max_duration_seconds=60,
+        livekit_url=f"ws://127.0.0.1:{port}",
+        token=SecretStr("not-a-token"),
+    )
+    tasks = our_tasks()
+    session = AgentSession(
+        grant=grant, text_only=True, timeouts=Timeouts(connect=0.5, signal_attempt=1.0)
+    )
+    caplog.set_level("INFO", logger="fishtalk")
+    try:
+        with pytest.raises(ConnectionFailedError):
+            await asyncio.wait_for(session.start(), WAIT * 2)
+        assert accepted.is_set()
+        messages = [r.getMessage() for r in caplog.records if r.name.startswith("fishtalk")]
+        assert any("still in flight" in m for m in messages), messages
+        assert not any("did not settle" in m for m in messages), messages
+        assert our_tasks() <= tasks  # the connect finished and the room was let go
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
