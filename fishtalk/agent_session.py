@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 
 from fishtalk import conversation as conv
 from fishtalk.errors import EXIT_CONNECTION, FishtalkError
-from fishtalk.tools.registry import ToolContext, ToolRegistry
+from fishtalk.tools.registry import Approver, ToolContext, ToolRegistry
 from fishtalk.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 
 if TYPE_CHECKING:
@@ -166,6 +166,8 @@ class AgentSession:
     - ``client_tools``: ``{name: handler}`` (see :data:`ClientTool`); ``config_tools``:
       also the tools declared in the user's fishtalk config (``True``: the default config
       file; or a path); ``tool_timeout``: the handler timeout in seconds (15);
+      ``approve``: an async ``(fishtalk.tools.ApprovalRequest) -> bool`` asked before a
+      config tool with ``approve = "ask"`` runs (without one, such calls are declined);
     - ``grant``: a ready :class:`fishtalk.api.LiveKitGrant` instead of the session API;
       ``timeouts``: :class:`fishtalk.session.Timeouts`.
 
@@ -202,6 +204,7 @@ class AgentSession:
         client_tools: Mapping[str, ClientTool] | None = None,
         config_tools: bool | str | Path = False,
         tool_timeout: float = DEFAULT_TIMEOUT,
+        approve: Approver | None = None,
         api_timeout: float = 10.0,
         grant: LiveKitGrant | None = None,
         timeouts: Timeouts | None = None,
@@ -239,7 +242,7 @@ class AgentSession:
             self._check_client()
         self._text_only = text_only
         self._audio_option = audio
-        self._runner = self._build_runner(client_tools, config_tools, tool_timeout)
+        self._runner = self._build_runner(client_tools, config_tools, tool_timeout, approve)
         self._timeouts = timeouts
         self._session: Session | None = None
         self._run: asyncio.Task[EndResult] | None = None
@@ -283,6 +286,7 @@ class AgentSession:
         client_tools: Mapping[str, ClientTool] | None,
         config_tools: bool | str | Path,
         tool_timeout: float,
+        approve: Approver | None,
     ) -> ToolRunner:
         if config_tools is not False:
             from fishtalk.config import load_settings
@@ -295,7 +299,7 @@ class AgentSession:
             registry = ToolRegistry()
         for tool_name, handler in (client_tools or {}).items():
             registry.register(tool_name, handler, replace=True)
-        return ToolRunner(registry, default_timeout=tool_timeout)
+        return ToolRunner(registry, default_timeout=tool_timeout, approver=approve)
 
     def _audio(self) -> AudioBackend | Callable[[Callable[[str], None]], AudioBackend] | None:
         option = self._audio_option

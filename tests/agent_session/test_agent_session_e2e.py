@@ -9,10 +9,12 @@ left running: tasks, threads, the room), and use from a plain ``asyncio.run`` sc
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ from fishtalk import AgentSession, ConnectionFailedError, SessionEndedError, Too
 from fishtalk import errors as e
 from fishtalk.session import Timeouts
 from fishtalk.sim import SimInfo
+from fishtalk.tools import ApprovalRequest
 
 from .conftest import WAIT, in_order, options, our_tasks, our_threads
 
@@ -319,3 +322,27 @@ async def test_a_connect_in_flight_is_never_cancelled(
             writer.close()
         server.close()
         await server.wait_closed()
+
+
+async def test_client_tools_from_the_users_config(sim: SimInfo, tmp_path: Path) -> None:
+    script = "import json; print(json.dumps({'time': '09:30'}))"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "[tools.get_time]\n"
+        f"command = [{json.dumps(sys.executable)}, '-c', {json.dumps(script)}]\n"
+        'approve = "ask"\n',
+        encoding="utf-8",
+    )
+    asked: list[ApprovalRequest] = []
+
+    async def approve(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return True
+
+    async with AgentSession(
+        **options(sim, agent_id="tool"), config_tools=config, approve=approve
+    ) as s:
+        await s.send_text("What time is it?")
+        reply = await s.wait_for_reply(WAIT)
+    assert [r.tool_name for r in asked] == ["get_time"]
+    assert "09:30" in reply.text
