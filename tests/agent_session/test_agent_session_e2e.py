@@ -346,3 +346,38 @@ async def test_client_tools_from_the_users_config(sim: SimInfo, tmp_path: Path) 
         reply = await s.wait_for_reply(WAIT)
     assert [r.tool_name for r in asked] == ["get_time"]
     assert "09:30" in reply.text
+
+
+async def test_commands_callbacks_and_waits(sim: SimInfo, caplog: pytest.LogCaptureFixture) -> None:
+    async_seen: list[str] = []
+    done = asyncio.Event()
+
+    async def on_muted(event: events.MutedChanged) -> None:
+        await asyncio.sleep(0)
+        async_seen.append(f"muted={event.muted}")
+        if not event.muted:
+            done.set()
+
+    def broken(event: events.Event) -> None:
+        raise RuntimeError("a bug in the user's callback")
+
+    async with AgentSession(**options(sim)) as s:
+        s.on(events.MutedChanged, on_muted)
+        s.on("agent_state_change", broken)
+        await s.wait_for_reply(WAIT)
+        with pytest.raises(TimeoutError):
+            await s.wait_for(lambda e: False, 0.2)
+        s.mute()
+        assert s.state.muted
+        s.unmute()
+        await asyncio.wait_for(done.wait(), WAIT)
+        s.activity()
+        s.interrupt()
+        s.set_spoken(True)
+        assert s.state.spoken
+        assert s.mode in ("listening", "thinking", "speaking")
+        result = await s.hangup()
+        assert result.reason == "user_hangup"
+        assert s.status == "ended"
+    assert async_seen == ["muted=True", "muted=False"]
+    assert any("callback" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
