@@ -46,7 +46,7 @@ from fishtalk.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
-    from fishtalk.api import LiveKitGrant, SessionOverrides, SessionRequest
+    from fishtalk.api import LiveKitGrant, SessionClient, SessionOverrides, SessionRequest
     from fishtalk.audio.base import AudioBackend
     from fishtalk.session import EndResult, Session, Timeouts
 
@@ -256,7 +256,7 @@ class AgentSession:
 
     # --- building the parts ------------------------------------------------------------
 
-    def _client_factory(self) -> Any:
+    def _client_factory(self) -> SessionClient:
         from fishtalk.api import DEFAULT_API_URL, SessionClient
 
         return SessionClient(
@@ -358,6 +358,7 @@ class AgentSession:
             timeouts=self._timeouts or DEFAULT_TIMEOUTS,
         )
         self._session = session
+        self._previous = session.state
         session.add_listener(self._on_state)
         self._run = asyncio.ensure_future(session.run())
         try:

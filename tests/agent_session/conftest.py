@@ -9,6 +9,7 @@ Tests need the private network namespace (marker ``webrtc``).
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
@@ -92,13 +93,17 @@ received track; they are the sim's, not the client's."""
 
 
 def our_threads() -> set[threading.Thread]:
-    """The live Python threads, but the sim's media threads and native threads that only
-    called into Python (``_DummyThread``: the SDK's process-wide runtime, started with the
-    first room of the process and shared by every later one)."""
+    """The live Python threads, but those that belong to someone else: the sim's media
+    threads; native threads that only called into Python (``_DummyThread``: the SDK's
+    process-wide runtime, started with the first room of the process and shared by every
+    later one); and the idle workers of an event loop's default executor (``asyncio_N``:
+    pooled and reused by the loop, shut down by ``asyncio.run``)."""
     return {
         t
         for t in threading.enumerate()
-        if t.name not in SIM_THREADS and not isinstance(t, threading._DummyThread)
+        if t.name not in SIM_THREADS
+        and not isinstance(t, threading._DummyThread)
+        and not re.fullmatch(r"asyncio_\d+", t.name)
     }
 
 
