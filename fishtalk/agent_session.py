@@ -120,8 +120,9 @@ class _Stream:
     def __init__(self, owner: AgentSession) -> None:
         self._owner = owner
         self._queue: asyncio.Queue[conv.Change | None] = asyncio.Queue()
-        self._done = False
-        owner._streams.append(self._queue)
+        self._done = owner._closed or owner.state.ended  # nothing more will come
+        if not self._done:
+            owner._streams.append(self._queue)
 
     def __aiter__(self) -> _Stream:
         return self

@@ -46,10 +46,16 @@ def _streams(va: VirtualAudio) -> tuple[int, int]:
     return len(capture), len(playback)
 
 
-async def test_named_devices_are_used_and_released(sim: SimInfo, vaudio: VirtualAudio) -> None:
+@pytest.mark.parametrize(
+    "devices",
+    [AudioDevices(input=MIC, output=SPEAKER), True],
+    ids=["named devices", "default devices"],
+)
+async def test_audio_devices_are_used_and_released(
+    sim: SimInfo, vaudio: VirtualAudio, devices: AudioDevices | bool
+) -> None:
     before_streams = _streams(vaudio)
     threads, tasks = our_threads(), our_tasks()
-    devices = AudioDevices(input=MIC, output=SPEAKER)
     for _ in range(2):  # one after another: nothing accumulates
         async with AgentSession(**options(sim, text_only=False), audio=devices) as session:
             await session.wait_for_reply(WAIT)

@@ -211,6 +211,7 @@ async def test_an_error_in_the_body_shuts_everything_down(sim: SimInfo) -> None:
         assert ended.value.reason == "user_hangup"
         with pytest.raises(SessionEndedError):
             await session.wait_for_reply(1.0)
+        assert [ev async for ev in session.events()] == []  # nothing more will come
         await session.close()  # twice is harmless
 
 
