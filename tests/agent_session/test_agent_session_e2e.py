@@ -276,6 +276,54 @@ async def test_a_plain_asyncio_run_script(sim: SimInfo) -> None:
     ]
 
 
+class _Silent:
+    """A TCP server that accepts and never answers: a room connect to it stays in flight
+    until the SDK's own attempts time out."""
+
+    def __init__(self) -> None:
+        self.accepted = asyncio.Event()
+        self._held: list[asyncio.StreamWriter] = []
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> _Silent:
+        async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self._held.append(writer)
+            self.accepted.set()
+
+        self._server = await asyncio.start_server(silent, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for writer in self._held:
+            writer.close()
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    def grant(self) -> Any:
+        from datetime import UTC, datetime, timedelta
+
+        from pydantic import SecretStr
+
+        from fishtalk.api import LiveKitGrant
+
+        assert self._server is not None
+        port = self._server.sockets[0].getsockname()[1]
+        return LiveKitGrant(
+            session_id="sess_silent",
+            expires_at=datetime.now(UTC) + timedelta(minutes=5),
+            max_duration_seconds=60,
+            livekit_url=f"ws://127.0.0.1:{port}",
+            token=SecretStr("not-a-token"),
+        )
+
+
+def _settled_not_cancelled(caplog: pytest.LogCaptureFixture) -> None:
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("fishtalk")]
+    assert any("still in flight" in m for m in messages), messages
+    assert not any("did not settle" in m for m in messages), messages
+
+
 async def test_a_connect_in_flight_is_never_cancelled(
     sim: SimInfo, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -283,46 +331,39 @@ async def test_a_connect_in_flight_is_never_cancelled(
     never answers): the session ends at once, the connect is left to finish, not cancelled
     (a cancelled connect strands the SDK's handshake), and close() waits for it and
     disconnects, so nothing is left running."""
-    from datetime import UTC, datetime, timedelta
-
-    from pydantic import SecretStr
-
-    from fishtalk.api import LiveKitGrant
-
-    accepted = asyncio.Event()
-    held: list[asyncio.StreamWriter] = []
-
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        held.append(writer)
-        accepted.set()
-
-    server = await asyncio.start_server(silent, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    grant = LiveKitGrant(
-        session_id="sess_silent",
-        expires_at=datetime.now(UTC) + timedelta(minutes=5),
-        max_duration_seconds=60,
-        livekit_url=f"ws://127.0.0.1:{port}",
-        token=SecretStr("not-a-token"),
-    )
     tasks = our_tasks()
-    session = AgentSession(
-        grant=grant, text_only=True, timeouts=Timeouts(connect=0.5, signal_attempt=1.0)
-    )
     caplog.set_level("INFO", logger="fishtalk")
-    try:
+    async with _Silent() as silent:
+        session = AgentSession(
+            grant=silent.grant(),
+            text_only=True,
+            timeouts=Timeouts(connect=0.5, signal_attempt=1.0),
+        )
         with pytest.raises(ConnectionFailedError):
             await asyncio.wait_for(session.start(), WAIT * 2)
-        assert accepted.is_set()
-        messages = [r.getMessage() for r in caplog.records if r.name.startswith("fishtalk")]
-        assert any("still in flight" in m for m in messages), messages
-        assert not any("did not settle" in m for m in messages), messages
+        assert silent.accepted.is_set()
+        _settled_not_cancelled(caplog)
         assert our_tasks() <= tasks  # the connect finished and the room was let go
-    finally:
-        for writer in held:
-            writer.close()
-        server.close()
-        await server.wait_closed()
+
+
+async def test_cancelling_the_caller_during_connect_does_not_cancel_the_connect(
+    sim: SimInfo, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A user's own timeout around ``async with`` cancels the caller, never the SDK's
+    connect: the session hangs up, and close() lets the connect settle first."""
+    tasks = our_tasks()
+    caplog.set_level("INFO", logger="fishtalk")
+    async with _Silent() as silent:
+        session = AgentSession(
+            grant=silent.grant(), text_only=True, timeouts=Timeouts(signal_attempt=1.0)
+        )
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5), session:
+                pytest.fail("not connected")
+        assert silent.accepted.is_set()
+        assert session.state.ended
+        _settled_not_cancelled(caplog)
+        assert our_tasks() <= tasks
 
 
 async def test_client_tools_from_the_users_config(sim: SimInfo, tmp_path: Path) -> None:
