@@ -172,9 +172,11 @@ class AgentSession:
     - ``grant``: a ready :class:`fishtalk.api.LiveKitGrant` instead of the session API;
       ``timeouts``: :class:`fishtalk.session.Timeouts`.
 
-    Invalid options raise ``ValueError`` or :class:`fishtalk.errors.ClientConfigError` at
-    once. Entering the ``async with`` block connects and returns once connected; a failure
-    raises: the session API's (:class:`fishtalk.errors.SessionApiError` and below),
+    Invalid options raise ``ValueError`` or :class:`fishtalk.errors.ClientConfigError` (no
+    API key, public without an origin) at once. Entering the ``async with`` block connects
+    and returns once connected; a failure raises: a malformed ``api_url`` or ``origin``
+    (:class:`fishtalk.errors.ClientConfigError`), the session API's
+    (:class:`fishtalk.errors.SessionApiError` and below),
     :class:`fishtalk.errors.SessionExpiredError`,
     :class:`fishtalk.errors.UnsupportedTransportError`, or :class:`ConnectionFailedError`.
     Leaving the block hangs up and releases everything, also when the body raised.
@@ -382,7 +384,11 @@ class AgentSession:
 
     async def close(self) -> None:
         """Hang up if still connected and release everything: the room, audio devices,
-        running tool handlers, callback tasks. Safe to call twice (``async with`` calls it)."""
+        running tool handlers, callback tasks. Safe to call twice (``async with`` calls it).
+
+        A room connect still in flight (the caller gave up while joining) is never
+        cancelled, since a cancelled connect breaks the SDK: close() waits for it to end
+        (bounded by the SDK's own connect attempts) and then disconnects."""
         if self._closed:
             return
         self._closed = True
