@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from pydantic import JsonValue
 
     from fishtalk.api import LiveKitGrant, SessionClient, SessionOverrides, SessionRequest
-    from fishtalk.audio.base import AudioBackend
+    from fishtalk.audio.base import AudioBackend, AudioLevels
     from fishtalk.session import EndResult, Session, Timeouts
 
 _log = logging.getLogger(__name__)
@@ -448,6 +448,13 @@ class AgentSession:
     def end_result(self) -> EndResult | None:
         """How the session ended, once it has."""
         return self._session.end_result() if self._session is not None else None
+
+    def audio_levels(self) -> AudioLevels:
+        """Current microphone and agent levels, linear in [0, 1] (the web SDK's input and
+        output volume); zeros without audio."""
+        from fishtalk.audio.base import AudioLevels
+
+        return self._session.audio_levels() if self._session is not None else AudioLevels()
 
     # --- commands ----------------------------------------------------------------------
 

@@ -59,6 +59,9 @@ async def test_audio_devices_are_used_and_released(
     for _ in range(2):  # one after another: nothing accumulates
         async with AgentSession(**options(sim, text_only=False), audio=devices) as session:
             await session.wait_for_reply(WAIT)
+            levels = session.audio_levels()
+            assert 0.0 <= levels.agent_peak <= 1.0
+            assert 0.0 <= levels.mic_peak <= 1.0
             capture, playback = _streams(vaudio)
             assert capture > before_streams[0]  # our microphone
             assert playback > before_streams[1]  # our speaker
