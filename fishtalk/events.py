@@ -24,9 +24,10 @@ kind                      class                               web SDK
 ``segment_interrupted``   :class:`SegmentInterrupted`         (the reply was cut short)
 ``message_sent``          :class:`MessageSent`                message (role user, typed)
 ``tool_card_added``       :class:`ToolCardAdded`              toolCallStarted
-``tool_card_changed``     :class:`ToolCardChanged`            toolCallCompleted / Failed, and
-                                                              the client tool call and its
-                                                              local result (``card.client``)
+``tool_card_changed``     :class:`ToolCardChanged`            toolCallCompleted / Failed; the
+                                                              client tool call
+                                                              (``client_call``) and its local
+                                                              result (``client_result``)
 ``error``                 :class:`ErrorAdded`                 error (``error.code``: the web
                                                               SDK's codes)
 ``notice``                :class:`NoticeAdded`                (informational)

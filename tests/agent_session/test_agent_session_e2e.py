@@ -88,9 +88,10 @@ async def test_client_tools_are_plain_callables(sim: SimInfo) -> None:
         calls.append((params, ctx))
         return {"time": "12:34", "zone": str(params.get("zone"))}
 
-    cards: list[events.ToolCardChanged] = []
+    cards: list[events.ToolCardAdded | events.ToolCardChanged] = []
     tools = {"get_time": get_time}
     async with AgentSession(**options(sim, agent_id="tool"), client_tools=tools) as s:
+        s.on(events.ToolCardAdded, cards.append)
         s.on(events.ToolCardChanged, cards.append)
         await s.send_text("What time is it?")
         reply = await s.wait_for_reply(WAIT)
@@ -100,9 +101,13 @@ async def test_client_tools_are_plain_callables(sim: SimInfo) -> None:
     assert ctx.tool_name == "get_time"
     assert ctx.call_id
     assert "12:34" in reply.text  # the agent heard the result
-    done = [c.card for c in cards if c.card.client is not None and c.card.client.status == "ok"]
-    assert done
-    assert done[0].call_id == ctx.call_id
+    called = [c.client_call for c in cards if c.client_call is not None]
+    results = [c.client_result for c in cards if c.client_result is not None]
+    assert [(call.tool_name, dict(call.params)) for call in called] == [("get_time", params)]
+    assert [r.status for r in results] == ["ok"]  # the local result, reported once
+    assert results[0].result_preview is not None
+    assert "12:34" in results[0].result_preview
+    assert cards[-1].card.call_id == ctx.call_id
 
 
 async def test_async_client_tool_errors_become_error_results(sim: SimInfo) -> None:
