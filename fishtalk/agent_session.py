@@ -39,7 +39,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 
 from fishtalk import conversation as conv
-from fishtalk.errors import EXIT_CONNECTION, FishtalkError
+from fishtalk.errors import EXIT_CONNECTION, EXIT_ERROR, FishtalkError
 from fishtalk.tools.registry import Approver, ToolContext, ToolRegistry
 from fishtalk.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 
@@ -80,10 +80,11 @@ class SessionEndedError(FishtalkError):
     ``reason`` is the end reason (``user_hangup``, ``agent_hangup``, ``connection_lost``,
     ...); ``result`` says how it ended. Raised by :meth:`AgentSession.send_text`,
     :meth:`AgentSession.wait_for_reply` and :meth:`AgentSession.wait_for` when what they
-    wait for can no longer happen.
+    wait for can no longer happen. (The CLI never raises it: were it to reach the CLI's
+    edge, it would be an unexpected error, exit code 1.)
     """
 
-    exit_code = EXIT_CONNECTION
+    exit_code = EXIT_ERROR
 
     def __init__(self, message: str, *, reason: str, result: EndResult | None = None) -> None:
         super().__init__(message)
@@ -97,6 +98,8 @@ class ConnectionFailedError(SessionEndedError):
     """The session could not be joined (``connection_failed``): WebRTC could not connect,
     or the agent never came. Session-API failures raise their own classes
     (:class:`fishtalk.errors.SessionApiError` and below) instead."""
+
+    exit_code = EXIT_CONNECTION
 
 
 @dataclass(frozen=True, slots=True)
