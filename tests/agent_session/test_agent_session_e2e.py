@@ -257,6 +257,7 @@ async def main() -> None:
         print("reply:", (await session.wait_for_reply(30)).text)
 
 asyncio.run(main())
+asyncio.run(main())  # again, on a new event loop: one process, one session after another
 print("done")
 """
 
@@ -274,11 +275,11 @@ async def test_a_plain_asyncio_run_script(sim: SimInfo) -> None:
     out, err = await asyncio.wait_for(proc.communicate(), WAIT * 2)
     text = out.decode()
     assert proc.returncode == 0, err.decode()
-    assert text.splitlines() == [
+    turn = [
         "greeting: Hello from the sim.",
         "reply: You said: from a script. Try 'call get_local_context', 'error' or 'goodbye'.",
-        "done",
     ]
+    assert text.splitlines() == [*turn, *turn, "done"]
 
 
 class _Silent:
