@@ -87,6 +87,12 @@ LINK_WAIT: Final = 30.0
 """How long a client event waits for the transport to come back before being reported."""
 LEAVE_SETTLE: Final = 0.3
 """Seconds to wait before believing a participant left (it may be a reconnect starting)."""
+CONNECT_SETTLE: Final = 60.0
+"""After teardown, how long a room connect still in flight gets to finish before the room
+is disconnected (a connect is never cancelled: see :meth:`Session.wait_closed`)."""
+
+_SETTLING: set[asyncio.Task[None]] = set()
+"""Connects in flight handed over at teardown (strong references until they settle)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +276,10 @@ class Session:
         self._refusal: errors.FishtalkError | None = None
         """An error that ended the session but whose wording is the end reason's own."""
         self._sent_events = 0
+        self._connecting: asyncio.Future[None] | None = None
+        """The room connect, while in flight (never cancelled)."""
+        self._settling: asyncio.Task[None] | None = None
+        """Lets a connect still in flight at teardown finish, then disconnects."""
 
     # --- what front ends use -----------------------------------------------------------
 
@@ -479,9 +489,19 @@ class Session:
         timeouts = self.timeouts
         options = rtc.RoomOptions(auto_subscribe=True, connect_timeout=timeouts.signal_attempt)
         detail: str | None = None
+        # The connect is never cancelled, not by the timeout nor by a hang-up meanwhile: a
+        # cancelled room.connect strands the SDK's handshake (leaked sockets, then an FFI
+        # panic that kills the process). It runs in a task of its own; a timeout stops the
+        # waiting only, and teardown lets the connect finish before disconnecting.
+        connecting = asyncio.ensure_future(
+            room.connect(url, grant.token.get_secret_value(), options)
+        )
+        self._connecting = connecting
         try:
-            async with asyncio.timeout(timeouts.connect):
-                await room.connect(url, grant.token.get_secret_value(), options)
+            done, _ = await asyncio.wait({connecting}, timeout=timeouts.connect)
+            if not done:
+                raise TimeoutError
+            connecting.result()
         except TimeoutError:
             detail = (
                 f"Could not establish a WebRTC connection to {host} within "
@@ -869,6 +889,17 @@ class Session:
         await self._tasks.cancel_all()
         self._audio_streams.clear()
         room, self._room = self._room, None
+        connecting, self._connecting = self._connecting, None
+        if connecting is not None and not connecting.done() and room is not None:
+            # Never cancelled (see wait_closed): a task of its own lets it finish, then
+            # disconnects, so a connect that timed out still fails fast.
+            task = asyncio.ensure_future(self._settle_connect(connecting, room))
+            self._settling = task
+            _SETTLING.add(task)
+            task.add_done_callback(_SETTLING.discard)
+            room = None
+        elif connecting is not None and connecting.done() and not connecting.cancelled():
+            connecting.exception()  # retrieved: already reported through the end reason
         if room is not None:
             try:
                 async with asyncio.timeout(DISCONNECT_TIMEOUT):
@@ -884,6 +915,36 @@ class Session:
                 await self._audio.aclose()
             except Exception as exc:
                 _log.info("audio backend did not close cleanly: %s", exc)
+
+    async def _settle_connect(self, connecting: asyncio.Future[None], room: rtc.Room) -> None:
+        """Let a room connect still in flight finish (bounded), then disconnect the room."""
+        _log.info("the room connect is still in flight; disconnecting once it settles")
+        await asyncio.wait({connecting}, timeout=CONNECT_SETTLE)
+        if not connecting.done():
+            _log.warning("the room connect did not settle within %g s", CONNECT_SETTLE)
+            return
+        if not connecting.cancelled():
+            connecting.exception()  # retrieved: the session already ended for it
+        try:
+            async with asyncio.timeout(DISCONNECT_TIMEOUT):
+                await room.disconnect()
+        except Exception as exc:
+            _log.info("room disconnect did not complete cleanly: %s", exc)
+
+    async def wait_closed(self) -> None:
+        """Wait until nothing the session started is still running, after ``run()``.
+
+        ``run()`` returns as soon as the session has ended and been torn down, with one
+        exception: a room connect still in flight (it timed out, or the user hung up while
+        it ran) is never cancelled, because a cancelled ``room.connect`` strands the SDK's
+        handshake (leaked sockets, then a native panic that kills the process). It is left
+        to finish in a task of its own, which then disconnects the room; this waits for
+        that (at most :data:`CONNECT_SETTLE` seconds). A library user that must leave
+        nothing behind (``AgentSession.close()``) awaits it; a process about to exit need
+        not."""
+        task = self._settling
+        if task is not None:
+            await asyncio.shield(task)
 
 
 def _task_failed(task: asyncio.Task[Any], exc: BaseException) -> None:

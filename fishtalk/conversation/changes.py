@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Final, TypeAlias, TypeVar
 
 from fishtalk.conversation.state import (
     LOG_CHUNK,
+    ClientCall,
     ErrorEntry,
     Log,
     Mode,
@@ -165,6 +166,17 @@ class ToolCardAdded(_Event):
     kind: ClassVar[str] = "tool_card_added"
     card: ToolCard
 
+    @property
+    def client_call(self) -> ClientCall | None:
+        """The client tool call the agent asked this client to run, if this card is one."""
+        return self.card.client
+
+    @property
+    def client_result(self) -> ClientCall | None:
+        """The local outcome, if the card arrived with its client call already finished."""
+        client = self.card.client
+        return client if client is not None and client.status != "running" else None
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCardChanged(_Event):
@@ -179,6 +191,25 @@ class ToolCardChanged(_Event):
     def previous_status(self) -> str:
         """What the card showed before (``display_status``)."""
         return self.previous.display_status
+
+    @property
+    def client_call(self) -> ClientCall | None:
+        """The client tool call the agent just asked this client to run (the card had
+        none before), else None."""
+        if self.card.client is not None and self.previous.client is None:
+            return self.card.client
+        return None
+
+    @property
+    def client_result(self) -> ClientCall | None:
+        """The local outcome of a client tool call that just finished (``status``,
+        ``result_preview``, ``error``), else None."""
+        client, before = self.card.client, self.previous.client
+        if client is None or client.status == "running":
+            return None
+        if before is not None and before.status != "running":
+            return None
+        return client
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,8 @@ ERROR_PHRASES: dict[str, str] = {
     "UnsupportedTransportError": "unsupported transport",
     "SessionExpiredError": "session expired",
     "SimStartError": "could not be established",
+    "SessionEndedError": "unexpected error",
+    "ConnectionFailedError": "could not be established",
 }
 
 

@@ -1,0 +1,162 @@
+"""The Python API's overhead: a typed turn through ``AgentSession`` against the session
+engine and the bare SDK, and what ``import fishtalk`` costs.
+
+Turn latency: from the call until the agent's ``data_received`` fires, three senders in one
+room on one :class:`~fishtalk.sim.livekit.server.SimServer`, in one process, alternating
+trials: ``await AgentSession.send_text`` (events, waiters, then the engine),
+``Session.send_text`` (the engine alone) and the bare SDK ``publish_data`` of the same
+bytes. Import time: wall time of a fresh interpreter running ``import fishtalk`` (and
+``from fishtalk import AgentSession``) against ``python -c pass``. WebRTC needs the private
+namespace::
+
+    .venv/bin/python -m fishtalk.sim.netns -- .venv/bin/python bench/bench_agent_session.py
+
+Prints one markdown section.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+
+from livekit import rtc
+from pydantic import SecretStr
+
+from fishtalk import AgentSession
+from fishtalk import protocol as p
+from fishtalk.api import LiveKitGrant
+from fishtalk.session import Session
+from fishtalk.sim.livekit.server import SimServer
+
+TRIALS = 200
+WARMUP = 10
+IMPORT_RUNS = 30
+ROOM = "bench"
+SENDERS = ("AgentSession.send_text", "Session.send_text", "bare publish_data")
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _grant(server: SimServer, identity: str) -> LiveKitGrant:
+    return LiveKitGrant(
+        session_id=f"bench-{identity}",
+        expires_at=datetime.now(UTC) + timedelta(minutes=5),
+        max_duration_seconds=3600,
+        livekit_url=server.ws_url,
+        token=SecretStr(server.mint_token(ROOM, identity)),
+    )
+
+
+async def _measure() -> dict[str, list[float]]:
+    async with SimServer() as server:
+        arrivals: asyncio.Queue[tuple[str, float]] = asyncio.Queue()
+        agent = rtc.Room()
+
+        def on_data(packet: rtc.DataPacket) -> None:
+            if packet.topic == p.TOPIC_CLIENT_EVENT and packet.participant is not None:
+                arrivals.put_nowait((packet.participant.identity, time.perf_counter()))
+
+        agent.on("data_received", on_data)
+        await agent.connect(server.ws_url, server.mint_token(ROOM, "agent", kind="agent"))
+        await agent.local_participant.set_attributes({p.ATTR_AGENT_STATE: "listening"})
+
+        bare = rtc.Room()
+        await bare.connect(server.ws_url, server.mint_token(ROOM, "user-bare"))
+        session = Session(_grant(server, "user-session"), spoken=False)
+        ready = asyncio.Event()
+        session.add_listener(
+            lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
+        )
+        run = asyncio.ensure_future(session.run())
+        await asyncio.wait_for(ready.wait(), 20)
+        payload = p.encode_client_event(p.UserMessage(text="bench", audio=False))
+        identities = dict(zip(SENDERS, ("user-api", "user-session", "user-bare"), strict=True))
+
+        async with AgentSession(grant=_grant(server, "user-api"), text_only=True) as api:
+
+            async def one(kind: str, n: int) -> float:
+                started = time.perf_counter()
+                if kind == SENDERS[0]:
+                    await api.send_text(f"bench {n}")
+                elif kind == SENDERS[1]:
+                    session.send_text(f"bench {n}")
+                else:
+                    await bare.local_participant.publish_data(payload, topic=p.TOPIC_CLIENT_EVENT)
+                identity, arrived = await asyncio.wait_for(arrivals.get(), 10)
+                assert identity == identities[kind], (identity, kind)
+                return arrived - started
+
+            results: dict[str, list[float]] = {name: [] for name in SENDERS}
+            for n in range(WARMUP + TRIALS):
+                order = SENDERS[n % 3 :] + SENDERS[: n % 3]
+                for kind in order:
+                    took = await one(kind, n) * 1000
+                    if n >= WARMUP:
+                        results[kind].append(took)
+        session.hangup()
+        await asyncio.wait_for(run, 10)
+        await bare.disconnect()
+        await agent.disconnect()
+        return results
+
+
+def _import_ms(code: str) -> list[float]:
+    times = []
+    for _ in range(IMPORT_RUNS):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def main() -> None:
+    """Measure and print the markdown section."""
+    results = asyncio.run(_measure())
+    imports = {
+        "python -c pass": _import_ms("pass"),
+        "import fishtalk": _import_ms("import fishtalk"),
+        "from fishtalk import AgentSession": _import_ms("from fishtalk import AgentSession"),
+    }
+    print("## agent_session")
+    print()
+    print(
+        f"A typed turn from the call until the agent's `data_received` fires, {TRIALS} trials "
+        "each after a warm-up, rotating senders, same sim, same agent, same process: "
+        "`await AgentSession.send_text` (the Python API), `Session.send_text` (the engine "
+        "under it) and the bare SDK `publish_data` of the same bytes."
+    )
+    print()
+    print("| sender | median ms | p95 ms | max ms |")
+    print("|---|---:|---:|---:|")
+    for name, values in results.items():
+        print(
+            f"| {name} | {statistics.median(values):.2f} | {_percentile(values, 0.95):.2f} | "
+            f"{max(values):.2f} |"
+        )
+    bare = statistics.median(results[SENDERS[2]])
+    api = statistics.median(results[SENDERS[0]])
+    engine = statistics.median(results[SENDERS[1]])
+    print()
+    print(
+        f"Ratio of medians: AgentSession / bare **{api / bare:.2f}**, "
+        f"Session / bare **{engine / bare:.2f}**, AgentSession / Session "
+        f"**{api / engine:.2f}**."
+    )
+    print()
+    print(f"Wall time of a fresh interpreter, median of {IMPORT_RUNS} runs:")
+    print()
+    print("| command | median ms |")
+    print("|---|---:|")
+    for name, values in imports.items():
+        print(f"| `{name}` | {statistics.median(values):.1f} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,693 @@
+"""``AgentSession``: script a conversation with a Fish Audio agent from Python.
+
+::
+
+    import asyncio
+    from fishtalk import AgentSession
+
+    async def main() -> None:
+        async with AgentSession(agent_id="...", text_only=True) as session:
+            await session.send_text("Hello!")
+            reply = await session.wait_for_reply()
+            print(reply.text)
+
+    asyncio.run(main())
+
+It is the same engine as the ``fishtalk`` CLI (:class:`fishtalk.session.Session`) behind a
+small async surface modelled on the Fish web SDK's ``AgentSession``: options that mirror
+the session API, typed events (:mod:`fishtalk.events`, the one vocabulary of
+:func:`fishtalk.conversation.changes`), client tools as plain callables, and commands.
+
+A library behaves like one: failures are typed exceptions from :mod:`fishtalk.errors`,
+nothing is printed, logging goes through :mod:`logging` (logger ``fishtalk``), and once
+:meth:`AgentSession.close` returns (the ``async with`` block has exited) nothing the
+session started is left running: no task, no thread, no audio stream, no room.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import os
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
+
+from fishtalk import conversation as conv
+from fishtalk.errors import EXIT_CONNECTION, EXIT_ERROR, FishtalkError
+from fishtalk.tools.registry import Approver, ToolContext, ToolRegistry
+from fishtalk.tools.runner import DEFAULT_TIMEOUT, ToolRunner
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
+    from fishtalk.api import LiveKitGrant, SessionClient, SessionOverrides, SessionRequest
+    from fishtalk.audio.base import AudioBackend, AudioLevels
+    from fishtalk.session import EndResult, Session, Timeouts
+
+_log = logging.getLogger(__name__)
+
+ENV_API_KEY: Final = "FISH_API_KEY"
+"""Where the API key comes from when none is given (as for the CLI and Fish's own SDK)."""
+ENV_API_URL: Final = "FISHTALK_API_URL"
+"""Where the API base URL comes from when none is given (as for the CLI)."""
+
+Event: TypeAlias = conv.Change
+"""Every event an :class:`AgentSession` emits (see :mod:`fishtalk.events`)."""
+
+E = TypeVar("E", bound=conv.Change)
+
+ClientTool: TypeAlias = Callable[[dict[str, "JsonValue"], ToolContext], object]
+"""A client tool: ``handler(params, context)``, sync or async, returning a JSON value (or
+None, sent as ``{}``). A sync handler runs in a worker thread; ``context`` carries the call
+id and the tool name. Raise :class:`fishtalk.tools.ToolError` for an error result whose
+message is written for the agent; any other exception is an error result too."""
+
+Callback: TypeAlias = Callable[[Any], object]
+
+KINDS: Final[frozenset[str]] = frozenset(t.kind for t in conv.CHANGE_TYPES)
+"""Every event kind (``status_change``, ``segment_finalised``, ``ended``, ...)."""
+
+
+class SessionEndedError(FishtalkError):
+    """The session ended while (or before) you were waiting on it.
+
+    ``reason`` is the end reason (``user_hangup``, ``agent_hangup``, ``connection_lost``,
+    ...); ``result`` says how it ended. Raised by :meth:`AgentSession.send_text`,
+    :meth:`AgentSession.wait_for_reply` and :meth:`AgentSession.wait_for` when what they
+    wait for can no longer happen. (The CLI never raises it: were it to reach the CLI's
+    edge, it would be an unexpected error, exit code 1.)
+    """
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str, *, reason: str, result: EndResult | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        """The end reason."""
+        self.result = result
+        """How the session ended (None if unknown)."""
+
+
+class ConnectionFailedError(SessionEndedError):
+    """The session could not be joined (``connection_failed``): WebRTC could not connect,
+    or the agent never came. Session-API failures raise their own classes
+    (:class:`fishtalk.errors.SessionApiError` and below) instead."""
+
+    exit_code = EXIT_CONNECTION
+
+
+@dataclass(frozen=True, slots=True)
+class AudioDevices:
+    """Named (or numbered) audio devices; ``None`` means the system default."""
+
+    input: str | int | None = None
+    """The microphone (a PortAudio device name, part of one, or an index)."""
+    output: str | int | None = None
+    """The speaker."""
+
+
+AudioOption: TypeAlias = "bool | AudioDevices | AudioBackend"
+"""``False``: no audio at all; ``True``: the default devices; :class:`AudioDevices`: named
+ones; or an :class:`~fishtalk.audio.base.AudioBackend` of your own."""
+
+
+class _Stream:
+    """The async iterator :meth:`AgentSession.events` returns (subscribed at creation)."""
+
+    def __init__(self, owner: AgentSession) -> None:
+        self._owner = owner
+        self._queue: asyncio.Queue[conv.Change | None] = asyncio.Queue()
+        self._done = owner._closed or owner.state.ended  # nothing more will come
+        if not self._done:
+            owner._streams.append(self._queue)
+
+    def __aiter__(self) -> _Stream:
+        return self
+
+    async def __anext__(self) -> conv.Change:
+        if self._done:
+            raise StopAsyncIteration
+        event = await self._queue.get()
+        if event is None:
+            self._done = True
+            self._owner._unsubscribe(self._queue)
+            raise StopAsyncIteration
+        if isinstance(event, conv.Ended):
+            self._done = True
+            self._owner._unsubscribe(self._queue)
+        return event
+
+    async def aclose(self) -> None:
+        """Stop receiving events."""
+        self._done = True
+        self._owner._unsubscribe(self._queue)
+
+
+class AgentSession:
+    """One conversation with a Fish Audio agent, as an async context manager.
+
+    Options mirror the Fish web SDK and the session API (``POST /v1/agent/sessions``):
+
+    - ``agent_id``: the agent to talk to (or a whole ``request``,
+      :class:`fishtalk.api.SessionRequest`, instead of the request fields below);
+    - ``api_key``: default ``$FISH_API_KEY``; or ``public=True`` with an ``origin`` (one of
+      the agent's allowed origins) for a public agent, no key;
+    - ``api_url``: default ``$FISHTALK_API_URL``, else ``https://api.fish.audio``;
+    - the request fields: ``name``, ``overrides`` (a
+      :class:`fishtalk.api.SessionOverrides` or a dict), ``dynamic_variables``,
+      ``tool_events``, ``end_user_id``, ``metadata``, ``record_audio``, ``timezone``,
+      ``client_timezone``, ``language``, ``world_context``;
+    - ``text_only``: typed turns get text replies, not speech (default False);
+    - ``audio``: ``False`` (default: no devices), ``True`` (the default devices),
+      :class:`AudioDevices` (named ones) or your own backend. Without PortAudio or devices
+      the session carries on text-only and says so in a ``notice`` event;
+    - ``client_tools``: ``{name: handler}`` (see :data:`ClientTool`); ``config_tools``:
+      also the tools declared in the user's fishtalk config (``True``: the default config
+      file; or a path); ``tool_timeout``: the handler timeout in seconds (15);
+      ``approve``: an async ``(fishtalk.tools.ApprovalRequest) -> bool`` asked before a
+      config tool with ``approve = "ask"`` runs (without one, such calls are declined);
+    - ``grant``: a ready :class:`fishtalk.api.LiveKitGrant` instead of the session API;
+      ``timeouts``: :class:`fishtalk.session.Timeouts`.
+
+    Invalid options raise ``ValueError`` or :class:`fishtalk.errors.ClientConfigError` (no
+    API key, public without an origin) at once. Entering the ``async with`` block connects
+    and returns once connected; a failure raises: a malformed ``api_url`` or ``origin``
+    (:class:`fishtalk.errors.ClientConfigError`), the session API's
+    (:class:`fishtalk.errors.SessionApiError` and below),
+    :class:`fishtalk.errors.SessionExpiredError`,
+    :class:`fishtalk.errors.UnsupportedTransportError`, or :class:`ConnectionFailedError`.
+    Leaving the block hangs up and releases everything, also when the body raised.
+    """
+
+    def __init__(
+        self,
+        agent_id: str | None = None,
+        *,
+        api_key: str | None = None,
+        public: bool = False,
+        origin: str | None = None,
+        api_url: str | None = None,
+        name: str | None = None,
+        overrides: SessionOverrides | Mapping[str, str] | None = None,
+        dynamic_variables: Mapping[str, str | int | float | bool] | None = None,
+        tool_events: bool | None = None,
+        end_user_id: str | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+        record_audio: bool | None = None,
+        timezone: str | None = None,
+        client_timezone: str | None = None,
+        language: str | None = None,
+        world_context: bool | None = None,
+        request: SessionRequest | None = None,
+        text_only: bool = False,
+        audio: AudioOption = False,
+        client_tools: Mapping[str, ClientTool] | None = None,
+        config_tools: bool | str | Path = False,
+        tool_timeout: float = DEFAULT_TIMEOUT,
+        approve: Approver | None = None,
+        api_timeout: float = 10.0,
+        grant: LiveKitGrant | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        from fishtalk.api import SessionOverrides, SessionRequest
+
+        if request is None and grant is None:
+            if not agent_id:
+                raise ValueError("AgentSession needs an agent_id (or a request or a grant)")
+            request = SessionRequest(
+                agent_id=agent_id,
+                name=name,
+                overrides=SessionOverrides.model_validate(dict(overrides))
+                if isinstance(overrides, Mapping)
+                else overrides,
+                dynamic_variables=dict(dynamic_variables) if dynamic_variables else None,
+                tool_events=tool_events,
+                end_user_id=end_user_id,
+                metadata=dict(metadata) if metadata is not None else None,
+                record_audio=record_audio,
+                timezone=timezone,
+                client_timezone=client_timezone,
+                language=language,
+                world_context=world_context,
+            )
+        self._request = request
+        self._grant = grant
+        self._api_url = api_url or os.environ.get(ENV_API_URL) or None
+        self._public = public
+        self._origin = origin
+        key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
+        self._api_key = None if public else key
+        self._api_timeout = api_timeout
+        if grant is None:
+            self._check_client()
+        self._text_only = text_only
+        self._audio_option = audio
+        self._runner = self._build_runner(client_tools, config_tools, tool_timeout, approve)
+        self._timeouts = timeouts
+        self._session: Session | None = None
+        self._run: asyncio.Task[EndResult] | None = None
+        self._previous = conv.initial_state(spoken=not text_only)
+        self._streams: list[asyncio.Queue[conv.Change | None]] = []
+        self._callbacks: list[tuple[str | None, Callback]] = []
+        self._waiters: list[tuple[Callable[[conv.Change], bool], asyncio.Future[conv.Change]]] = []
+        self._replies: deque[conv.Segment] = deque()
+        self._callback_tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    # --- building the parts ------------------------------------------------------------
+
+    def _client_factory(self) -> SessionClient:
+        from fishtalk.api import DEFAULT_API_URL, SessionClient
+
+        return SessionClient(
+            self._api_url or DEFAULT_API_URL,
+            api_key=self._api_key,
+            origin=self._origin,
+            timeout=self._api_timeout,
+        )
+
+    def _check_client(self) -> None:
+        from fishtalk.errors import ClientConfigError
+
+        if self._public:
+            if not self._origin:
+                raise ClientConfigError(
+                    "a public agent needs an origin: pass origin= (one of the agent's "
+                    "allowed origins)"
+                )
+        elif not self._api_key:
+            raise ClientConfigError(
+                f"no API key: pass api_key= or set {ENV_API_KEY} "
+                "(or public=True with origin= for a public agent)"
+            )
+
+    @staticmethod
+    def _build_runner(
+        client_tools: Mapping[str, ClientTool] | None,
+        config_tools: bool | str | Path,
+        tool_timeout: float,
+        approve: Approver | None,
+    ) -> ToolRunner:
+        if config_tools is not False:
+            from fishtalk.config import load_settings
+            from fishtalk.tools.build import build_registry
+
+            path = None if config_tools is True else Path(config_tools)
+            settings = load_settings(path)
+            registry = build_registry(settings)
+        else:
+            registry = ToolRegistry()
+        for tool_name, handler in (client_tools or {}).items():
+            registry.register(tool_name, handler, replace=True)
+        return ToolRunner(registry, default_timeout=tool_timeout, approver=approve)
+
+    def _audio(self) -> AudioBackend | Callable[[Callable[[str], None]], AudioBackend] | None:
+        option = self._audio_option
+        if option is False:
+            return None
+        if option is True or isinstance(option, AudioDevices):
+            devices = option if isinstance(option, AudioDevices) else AudioDevices()
+
+            def make(notice: Callable[[str], None]) -> AudioBackend:
+                from fishtalk.audio import open_backend
+                from fishtalk.audio.base import NullAudio
+                from fishtalk.config import AudioSettings
+
+                settings = AudioSettings(input_device=devices.input, output_device=devices.output)
+                backend = open_backend(settings, notice=notice)
+                if isinstance(backend, NullAudio):
+                    notice(backend.description)
+                return backend
+
+            return make
+        return option
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> AgentSession:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Create the session and connect; returns once connected (``async with`` calls
+        it). Raises what prevented the session (see the class docs); everything is released
+        before it raises. May be called once."""
+        from fishtalk.session import DEFAULT_TIMEOUTS, CreateSession, ReadyGrant, Session
+
+        if self._session is not None:
+            raise RuntimeError("AgentSession.start() may only be called once")
+        source: Any
+        if self._grant is not None:
+            source = ReadyGrant(self._grant)
+        else:
+            assert self._request is not None
+            source = CreateSession(client=self._client_factory, request=self._request)
+        session = Session(
+            source,
+            audio=self._audio(),
+            tools=self._runner,
+            spoken=not self._text_only,
+            timeouts=self._timeouts or DEFAULT_TIMEOUTS,
+        )
+        self._session = session
+        self._previous = session.state
+        session.add_listener(self._on_state)
+        self._run = asyncio.ensure_future(session.run())
+        try:
+            await self.wait_for(
+                lambda e: isinstance(e, conv.StatusChanged) and e.status == "connected",
+                raise_on_end=False,
+            )
+        except BaseException:
+            await self.close()
+            raise
+        if session.state.ended:
+            result = await self._finish()
+            await self.close()
+            raise _end_error(result)
+
+    async def hangup(self) -> EndResult:
+        """End the session (``user.hangup``, then disconnect) and wait for the end; returns
+        how it ended. Safe to call twice."""
+        return await self._finish()
+
+    async def close(self) -> None:
+        """Hang up if still connected and release everything: the room, audio devices,
+        running tool handlers, callback tasks. Safe to call twice (``async with`` calls it).
+
+        A room connect still in flight (the caller gave up while joining) is never
+        cancelled, since a cancelled connect breaks the SDK: close() waits for it to end
+        (bounded by the SDK's own connect attempts) and then disconnects."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._run is not None:
+                await self._finish()
+        finally:
+            tasks = list(self._callback_tasks)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+            for queue in self._streams:
+                queue.put_nowait(None)
+            self._streams.clear()
+            for _predicate, future in self._waiters:
+                if not future.done():
+                    future.cancel()
+            self._waiters.clear()
+
+    async def _finish(self) -> EndResult:
+        run = self._run
+        if run is None or self._session is None:
+            raise RuntimeError("the session was never started")
+        if not run.done():
+            self._session.hangup()
+        # The run task tears the room down; shielded so a cancelled caller cannot cut the
+        # teardown short (it is awaited again by close()). A room connect still in flight
+        # is never cancelled: wait_closed() lets it settle and disconnects.
+        result = await asyncio.shield(run)
+        await self._session.wait_closed()
+        return result
+
+    # --- state -------------------------------------------------------------------------
+
+    @property
+    def state(self) -> conv.State:
+        """The latest conversation snapshot (:class:`fishtalk.conversation.State`)."""
+        return self._session.state if self._session is not None else self._previous
+
+    @property
+    def status(self) -> conv.Status:
+        """``connecting``, ``connected``, ``reconnecting`` or ``ended``."""
+        return self.state.status
+
+    @property
+    def mode(self) -> conv.Mode:
+        """``listening``, ``thinking`` or ``speaking``."""
+        return self.state.mode
+
+    @property
+    def transcript(self) -> tuple[conv.Segment, ...]:
+        """The transcript so far: user and agent lines in order (typed ones included)."""
+        return self.state.transcript
+
+    @property
+    def end_result(self) -> EndResult | None:
+        """How the session ended, once it has."""
+        return self._session.end_result() if self._session is not None else None
+
+    def audio_levels(self) -> AudioLevels:
+        """Current microphone and agent levels, linear in [0, 1] (the web SDK's input and
+        output volume); zeros without audio."""
+        from fishtalk.audio.base import AudioLevels
+
+        return self._session.audio_levels() if self._session is not None else AudioLevels()
+
+    # --- commands ----------------------------------------------------------------------
+
+    def _live(self) -> Session:
+        session = self._session
+        if session is None:
+            raise RuntimeError("the session is not started: use `async with AgentSession(...)`")
+        return session
+
+    async def send_text(self, text: str, audio: bool | None = None) -> conv.Segment:
+        """Send a typed turn and return its transcript line once it has left.
+
+        Messages wait until the agent is ready (as in the web SDK). ``audio``: whether the
+        agent should speak its reply (None: not when ``text_only``). Raises ValueError for
+        blank text and :class:`SessionEndedError` if the session ends before it is sent.
+        """
+        session = self._live()
+        if not text.strip():
+            raise ValueError("blank text is not sent")
+        self._check_not_ended()
+        self._replies.clear()
+        session.send_text(text, audio=audio)
+        sent = session.state.segment_log.last()
+        assert sent is not None
+        assert sent.typed
+        segment_id = sent.segment_id
+        if not sent.queued:
+            return sent
+        event = await self.wait_for(
+            lambda e: isinstance(e, conv.MessageSent) and e.segment.segment_id == segment_id
+        )
+        assert isinstance(event, conv.MessageSent)
+        return event.segment
+
+    def activity(self) -> None:
+        """The user is active (typing): postpones the agent's idle re-engagement."""
+        self._live().activity()
+
+    def interrupt(self) -> None:
+        """Stop the agent's current reply (local playback stops at once)."""
+        self._live().interrupt()
+
+    def mute(self) -> None:
+        """Mute the microphone."""
+        self._live().set_muted(True)
+
+    def unmute(self) -> None:
+        """Unmute the microphone."""
+        self._live().set_muted(False)
+
+    def set_spoken(self, spoken: bool) -> None:
+        """Whether typed turns get spoken replies from now on."""
+        self._live().set_spoken(spoken)
+
+    # --- events ------------------------------------------------------------------------
+
+    def events(self) -> _Stream:
+        """An async iterator over the events from now on, ending after ``ended``.
+
+        Each call makes an independent subscription (unbounded: keep reading it). Call it
+        before entering ``async with`` to see the connection events too.
+        """
+        return _Stream(self)
+
+    @overload
+    def on(self, kind: type[E], callback: Callable[[E], object]) -> Callable[[], None]: ...
+
+    @overload
+    def on(self, kind: str, callback: Callable[[Any], object]) -> Callable[[], None]: ...
+
+    def on(self, kind: str | type[Any], callback: Callable[[Any], object]) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event of ``kind`` (a kind name such as
+        ``"segment_finalised"``, an event class from :mod:`fishtalk.events`, or ``"*"`` for
+        all). The callback may be sync (called on the event loop; keep it short) or async
+        (run as a task the session cancels at close). An exception in it is logged.
+        Returns a function that removes the callback."""
+        key: str | None
+        if isinstance(kind, type):
+            key = getattr(kind, "kind", None)
+            if not isinstance(key, str) or key not in KINDS:
+                raise ValueError(f"{kind.__name__} is not an event class of fishtalk.events")
+        elif kind == "*":
+            key = None
+        elif kind in KINDS:
+            key = kind
+        else:
+            raise ValueError(f"unknown event kind {kind!r}; known: {', '.join(sorted(KINDS))}")
+        entry = (key, callback)
+        self._callbacks.append(entry)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._callbacks.remove(entry)
+
+        return remove
+
+    async def wait_for(
+        self,
+        predicate: Callable[[conv.Change], bool],
+        timeout: float | None = None,  # noqa: ASYNC109 - the web SDK's shape, and the issue's
+        *,
+        raise_on_end: bool = True,
+    ) -> conv.Change:
+        """Wait for the next event for which ``predicate(event)`` is true and return it.
+
+        Raises TimeoutError after ``timeout`` seconds, and :class:`SessionEndedError` when
+        the session ends first (unless the predicate accepts the ``ended`` event; with
+        ``raise_on_end=False`` the ``ended`` event is returned instead).
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[conv.Change] = loop.create_future()
+        state = self.state
+        if state.ended:
+            if raise_on_end:
+                raise _end_error(self.end_result, state.end_reason)
+            return conv.Ended(state.end_reason or "")
+        entry = (_or_ended(predicate), future)
+        self._waiters.append(entry)
+        try:
+            async with asyncio.timeout(timeout):
+                event = await future
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(entry)
+        if isinstance(event, conv.Ended) and raise_on_end and not predicate(event):
+            raise _end_error(self.end_result, event.reason)
+        return event
+
+    async def wait_for_reply(self, timeout: float | None = None) -> conv.Segment:  # noqa: ASYNC109
+        """The agent's next complete line (``segment.text``; ``segment.interrupted`` if it
+        was cut short): the first one finished since your last :meth:`send_text` that no
+        earlier call returned. An agent that greets: call it once first to take the
+        greeting. Raises TimeoutError and :class:`SessionEndedError` like
+        :meth:`wait_for`."""
+        if self._replies:
+            return self._replies.popleft()
+        await self.wait_for(_is_reply, timeout)
+        return self._replies.popleft()
+
+    # --- dispatch ----------------------------------------------------------------------
+
+    def _on_state(self, state: conv.State) -> None:
+        previous, self._previous = self._previous, state
+        for event in conv.changes(previous, state):
+            self._dispatch(event)
+
+    def _dispatch(self, event: conv.Change) -> None:
+        if _is_reply(event):
+            assert isinstance(event, conv.SegmentFinalised)
+            self._replies.append(event.segment)
+        for queue in self._streams:
+            queue.put_nowait(event)
+        for predicate, future in list(self._waiters):
+            if future.done():
+                continue
+            try:
+                hit = predicate(event)
+            except Exception as exc:
+                future.set_exception(exc)
+                continue
+            if hit:
+                future.set_result(event)
+        for key, callback in list(self._callbacks):
+            if key is not None and key != event.kind:
+                continue
+            try:
+                result = callback(event)
+            except Exception:
+                _log.exception("event callback %r failed", callback)
+                continue
+            if inspect.isawaitable(result):
+                self._spawn_callback(result)
+
+    def _spawn_callback(self, awaitable: Awaitable[object]) -> None:
+        async def run() -> None:
+            try:
+                await awaitable
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                _log.exception("async event callback failed")
+
+        task = asyncio.ensure_future(run())
+        self._callback_tasks.add(task)
+        task.add_done_callback(self._callback_tasks.discard)
+
+    def _unsubscribe(self, queue: asyncio.Queue[conv.Change | None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._streams.remove(queue)
+
+    def _check_not_ended(self) -> None:
+        if self.state.ended:
+            raise _end_error(self.end_result, self.state.end_reason)
+
+
+def _is_reply(event: conv.Change) -> bool:
+    return (
+        isinstance(event, conv.SegmentFinalised)
+        and event.segment.role == "agent"
+        and not event.segment.typed
+    )
+
+
+def _or_ended(predicate: Callable[[conv.Change], bool]) -> Callable[[conv.Change], bool]:
+    def check(event: conv.Change) -> bool:
+        return isinstance(event, conv.Ended) or predicate(event)
+
+    return check
+
+
+def _end_error(result: EndResult | None, reason: str | None = None) -> FishtalkError:
+    """The exception for a session that ended: the error that caused it, if any."""
+    if result is not None and result.error is not None:
+        return result.error
+    why = result.reason if result is not None else (reason or "ended")
+    message = result.message if result is not None else conv.describe_end_reason(why)
+    if why in (conv.END_CONNECTION_FAILED,):
+        return ConnectionFailedError(message, reason=why, result=result)
+    return SessionEndedError(f"the session ended: {message}", reason=why, result=result)
+
+
+__all__ = [
+    "ENV_API_KEY",
+    "ENV_API_URL",
+    "KINDS",
+    "AgentSession",
+    "AudioDevices",
+    "AudioOption",
+    "ClientTool",
+    "ConnectionFailedError",
+    "Event",
+    "SessionEndedError",
+]

@@ -1,0 +1,57 @@
+"""The CLI's front ends use no private back doors: what they touch, a library user can.
+
+The line mode, the TUI, the launcher and the CLI drive the engine through the same public
+layer ``AgentSession`` is built on (:class:`fishtalk.session.Session`'s documented commands
+and ``add_listener``, and the events of :func:`fishtalk.conversation.changes`). This reads
+their source: no private attribute of another object (``session._x``), no private name
+imported from another fishtalk module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "fishtalk"
+FRONT_ENDS = sorted(
+    [ROOT / "plain.py", ROOT / "launch.py", ROOT / "cli.py", *ROOT.glob("tui/**/*.py")]
+)
+
+
+def _back_doors(path: Path) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            if node.attr.startswith("__") and node.attr.endswith("__"):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fishtalk"):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{path.name}:{node.lineno}: import {alias.name}")
+    return found
+
+
+@pytest.mark.parametrize("path", FRONT_ENDS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_front_end_uses_only_public_names(path: Path) -> None:
+    assert _back_doors(path) == []
+
+
+def test_the_scan_finds_a_back_door(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from fishtalk.session import _one_line\n"
+        "def f(session):\n"
+        "    return session._state, self_like._x\n",
+        encoding="utf-8",
+    )
+    assert len(_back_doors(sample)) == 3
+
+
+def test_plain_mode_renders_the_public_event_stream() -> None:
+    source = (ROOT / "plain.py").read_text("utf-8")
+    assert "conv.changes(" in source  # the same events AgentSession emits
