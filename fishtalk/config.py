@@ -43,9 +43,9 @@ from pydantic import (
 )
 
 from fishtalk import paths
+from fishtalk.actions import key_problems
 from fishtalk.errors import EXIT_USAGE, FishtalkError
 from fishtalk.protocol import TOOL_NAME_PATTERN
-from fishtalk.tui.actions import key_problems
 
 DEFAULT_API_URL: Final = "https://api.fish.audio"
 MAX_TOOL_TIMEOUT: Final = 120.0

@@ -393,6 +393,6 @@ def test_the_action_table_is_free_of_textual() -> None:
     import subprocess
     import sys
 
-    probe = "import sys, fishtalk.config, fishtalk.tui.actions; print('textual' in sys.modules)"
+    probe = "import sys, fishtalk.config, fishtalk.actions; print('textual' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
