@@ -22,7 +22,6 @@ Heavy modules (livekit, textual, the sim) are imported inside the functions that
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import socket
 import struct
 import sys
@@ -315,6 +314,8 @@ def has_webrtc_network() -> bool:
     """
     if not sys.platform.startswith("linux"):
         return True
+    import fcntl  # POSIX only: never imported at module level (Windows has none)
+
     try:
         names = [name for _, name in socket.if_nameindex()]
     except OSError:
