@@ -80,17 +80,27 @@ def session_request(settings: Settings) -> SessionRequest:
 
     Raises ConfigError when no agent id is set.
     """
-    from fishtalk.api import SessionRequest
+    from fishtalk.api import SessionOverrides, SessionRequest
 
     s = settings.session
+    overrides = SessionOverrides(
+        voice_id=s.voice_id,
+        first_message=s.first_message,
+        first_message_prompt=s.first_message_prompt,
+        system_prompt=s.system_prompt,
+    )
     return SessionRequest(
         agent_id=require_agent(settings),
+        name=s.name,
         tool_events=s.tool_events,
         language=s.language,
         timezone=s.timezone,
+        overrides=overrides if overrides.model_dump(exclude_none=True) else None,
         dynamic_variables=dict(s.dynamic_variables) or None,
         end_user_id=s.end_user_id,
         metadata=s.metadata,
+        record_audio=s.record_audio,
+        world_context=s.world_context,
     )
 
 
