@@ -61,7 +61,8 @@ def test_scenario_names_complete(tmp_path: Path) -> None:
     (tmp_path / "custom.toml").write_text("", encoding="utf-8")
     assert complete("fishtalk demo --scenario d", tmp_path) == ["demo"]
     found = complete("fishtalk demo --scenario c", tmp_path)
-    assert "converse" in found and "custom.toml" in found
+    assert "converse" in found
+    assert "custom.toml" in found
     assert "demo" in complete("fishtalk sim serve --scenario ", tmp_path)
 
 

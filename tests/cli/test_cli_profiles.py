@@ -64,12 +64,14 @@ def test_profile_layers_between_file_and_flags(config: Path) -> None:
     assert s.session.language == "en"  # the profile beats [session]
     assert s.session.voice_id == "voice-7"
     assert s.profile_name == "support"
-    assert s.profile is not None and s.profile.talk_mode == "toggle"
+    assert s.profile is not None
+    assert s.profile.talk_mode == "toggle"
     assert s.offered_tools == ["notify"]
     flagged = load_settings(config, env={}, profile="support", overrides={"session.language": "ja"})
     assert flagged.session.language == "ja"  # flags beat the profile
     plain = load_settings(config, env={})
-    assert plain.session.agent_id == "default-agent" and plain.profile is None
+    assert plain.session.agent_id == "default-agent"
+    assert plain.profile is None
 
 
 def test_unknown_profile_suggests_the_closest(config: Path) -> None:
@@ -83,7 +85,8 @@ def test_bad_profile_names_the_key_and_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(path, env={})
     message = str(caught.value)
-    assert "agents.x.talk_mode" in message and "line 3" in message
+    assert "agents.x.talk_mode" in message
+    assert "line 3" in message
     path.write_text('[agents.x]\nagent_id = "a"\nlanguage = "en"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"unknown setting agents\.x\.language"):
         load_settings(path, env={})
@@ -96,9 +99,12 @@ def test_agents_lists_profiles(run_cli: Run, config: Path) -> None:
     result = run_cli("--config", str(config), "agents")
     assert result.code == 0, result.err
     lines = result.out.splitlines()
-    assert lines[0].startswith("shop ") and "public, origin https://shop.example" in lines[0]
-    assert lines[1].startswith("support ") and "agent agent-support" in lines[1]
-    assert "talk toggle" in lines[1] and "tools: notify" in lines[1]
+    assert lines[0].startswith("shop ")
+    assert "public, origin https://shop.example" in lines[0]
+    assert lines[1].startswith("support ")
+    assert "agent agent-support" in lines[1]
+    assert "talk toggle" in lines[1]
+    assert "tools: notify" in lines[1]
     assert "Customer support" in lines[2]
     as_json = json.loads(run_cli("--config", str(config), "agents", "--json").out)
     assert as_json["support"]["session"] == {
@@ -171,7 +177,8 @@ def test_misspelt_profile_is_one_line_exit_2(run_cli: Run, config: Path) -> None
         result = run_cli("--config", str(config), *argv)
         assert result.code == EXIT_USAGE
         line = one_line(result.err)
-        assert "'suport'" in line and "did you mean 'support'?" in line
+        assert "'suport'" in line
+        assert "did you mean 'support'?" in line
 
 
 def test_agent_flag_close_to_a_profile_notes_it(
