@@ -219,12 +219,18 @@ AgentOption = Annotated[
 ProfileArgument = Annotated[
     str | None,
     typer.Argument(
-        metavar="[PROFILE]",
-        help="An agent profile from the config ([agents.NAME]; `fishtalk agents` lists them).",
+        metavar="PROFILE",
+        # Described in each command's help text instead: typer would label it "<str>".
+        hidden=True,
         autocompletion=complete_profiles,
         show_default=False,
     ),
 ]
+PROFILE_HELP = (
+    "PROFILE names an agent profile from the config ([agents.NAME]; `fishtalk agents` lists "
+    "them): its agent id, public/origin choice and session settings apply, and flags still "
+    "win. --agent takes a profile name or an agent id."
+)
 ApiUrlOption = Annotated[
     str | None,
     typer.Option("--api-url", metavar="URL", help="API base URL (default: api.url)."),
@@ -411,7 +417,11 @@ def session_create(
     world_context: WorldContextOption = None,
     tool_events: ToolEventsOption = None,
 ) -> None:
-    """Create a session and print its grant (the token is hidden unless --show-token)."""
+    """Create a session and print its grant (the token is hidden unless --show-token).
+
+    PROFILE names an agent profile from the config ([agents.NAME]; `fishtalk agents` lists
+    them). --agent takes a profile name or an agent id.
+    """
     flags = SessionFlags(
         language, timezone, voice, first_message, first_message_prompt, system_prompt,
         session_name, end_user_id, var, metadata, record_audio, world_context, tool_events,
@@ -735,7 +745,7 @@ def demo(
         "In the TUI, F1 lists the keys (Ctrl+X hangs up; Ctrl+C hangs up and exits with "
         "130). In line mode (--plain, or when piped) each input line is a typed turn; /help "
         "lists the commands (/interrupt, /hangup, /mute, /unmute, /spoken on|off); end of "
-        "input hangs up once the agent has answered."
+        "input hangs up once the agent has answered.\n\n" + PROFILE_HELP
     ),
     epilog=(
         "Exit codes: 0 the call ended normally (you or the agent hung up, the conversation "
