@@ -111,3 +111,28 @@ def test_show_completion_prints_the_script(tmp_path: Path, shell: str) -> None:
     assert done.returncode == 0, done.stderr
     assert "_FISHTALK_COMPLETE" in done.stdout
     assert f"complete_{shell}" in done.stdout
+
+
+def test_completing_a_profile_imports_nothing_heavy(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(PROFILES, encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("FISHTALK_", "FISH_"))}
+    environ.update(
+        FISHTALK_CONFIG=str(path),
+        _FISHTALK_COMPLETE="complete_bash",
+        COMP_WORDS="fishtalk chat s",
+        COMP_CWORD="2",
+    )
+    code = (
+        "import atexit, sys\n"
+        "heavy = ('textual', 'livekit', 'numpy', 'sounddevice')\n"
+        "atexit.register(lambda: print('HEAVY', [m for m in heavy if m in sys.modules]))\n"
+        "from fishtalk.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["sales", "support"]
+    assert "HEAVY []" in done.stdout
