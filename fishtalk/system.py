@@ -35,6 +35,10 @@ IS_MACOS: Final = sys.platform == "darwin"
 O_NOCTTY: Final[int] = getattr(os, "O_NOCTTY", 0)
 """``os.O_NOCTTY`` where it exists (POSIX), 0 elsewhere (a no-op flag)."""
 
+TTY_PATH: Final = "CONOUT$" if sys.platform == "win32" else "/dev/tty"
+"""The controlling terminal, opened for the bell and the terminal size even when stdout is
+redirected (Windows: the console's screen buffer)."""
+
 TASKKILL_TIMEOUT: Final = 10.0
 """The longest ``taskkill`` may take to end a tree (it normally takes milliseconds)."""
 
@@ -120,6 +124,7 @@ __all__ = [
     "IS_MACOS",
     "IS_WINDOWS",
     "O_NOCTTY",
+    "TTY_PATH",
     "catch_sigint",
     "kill_process_tree",
     "new_process_group",

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from pydantic import JsonValue
 
 from fishtalk.aio import in_daemon_thread
-from fishtalk.system import O_NOCTTY
+from fishtalk.system import O_NOCTTY, TTY_PATH
 from fishtalk.tools.approval import ApproveMode, printable, require_approval
 from fishtalk.tools.registry import ToolContext, ToolError
 
@@ -45,7 +45,7 @@ class BuiltinToolError(ToolError):
 class BuiltinOptions:
     """How built-ins reach the outside world; front ends and tests adjust these."""
 
-    tty_path: str = "/dev/tty"
+    tty_path: str = TTY_PATH
     """Where OSC 52 and the bell are written (the controlling terminal)."""
     opener: Callable[[str], bool] | None = None
     """Opens a URL; default :func:`webbrowser.open` (honours ``$BROWSER``)."""
@@ -187,7 +187,7 @@ class GetLocalContext:
         return local_context(self.options.tty_path)
 
 
-def local_context(tty_path: str = "/dev/tty") -> dict[str, JsonValue]:
+def local_context(tty_path: str = TTY_PATH) -> dict[str, JsonValue]:
     """Local time, IANA time zone (when known), locale and terminal size."""
     now = datetime.now().astimezone()
     offset = now.strftime("%z")
