@@ -175,3 +175,29 @@ def test_terminal_key_release_is_honest() -> None:
     colours = [c for c in check_terminal({"TERM": "xterm", "COLORTERM": "truecolor"})]
     assert "24-bit" in colours[0].detail
     assert "none" in next(check_terminal({"TERM": "xterm", "NO_COLOR": "1"})).detail
+
+
+def test_without_portaudio_the_doctor_says_what_to_install(tmp_path: Path) -> None:
+    # sounddevice finds libportaudio through ctypes.util.find_library; when that finds
+    # nothing its import raises OSError, exactly as on a machine without libportaudio2.
+    code = (
+        "import ctypes.util\n"
+        "real = ctypes.util.find_library\n"
+        "ctypes.util.find_library = lambda name: None if name == 'portaudio' else real(name)\n"
+        "from fishtalk.cli import main\n"
+        "main(['doctor', '--mic-seconds', '0'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=base_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    lines = done.stdout.splitlines()
+    portaudio = line(lines, "portaudio")
+    assert portaudio.startswith("warn")
+    assert "PortAudio library not installed" in portaudio
+    fix = lines[lines.index(portaudio) + 1]
+    assert "libportaudio2" in fix
+    assert not any("  devices:" in text for text in lines)
