@@ -136,3 +136,21 @@ def test_completing_a_profile_imports_nothing_heavy(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["sales", "support"]
     assert "HEAVY []" in done.stdout
+
+
+def test_install_completion_writes_the_script_and_sources_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("_FISHTALK")}
+    environ.update(HOME=str(home), _TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION="1")
+    done = subprocess.run(
+        [FISHTALK, "--install-completion", "bash"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    script = home / ".bash_completions" / "fishtalk.sh"
+    assert "_FISHTALK_COMPLETE=complete_bash" in script.read_text(encoding="utf-8")
+    assert str(script) in (home / ".bashrc").read_text(encoding="utf-8")
