@@ -912,6 +912,7 @@ def agents(
 
 @app.command("doctor", short_help="Check config, API key, audio, network and terminal.")
 def doctor(
+    name: ProfileArgument = None,
     online: Annotated[
         bool,
         typer.Option(
@@ -928,7 +929,8 @@ def doctor(
 ) -> None:
     """Check everything fishtalk needs, one line each: ok, warn or fail, with the fix.
 
-    Exits 0 when nothing fails (warnings allowed), 1 otherwise.
+    Exits 0 when nothing fails (warnings allowed), 1 otherwise. With PROFILE (an
+    [agents.NAME] profile) the key, agent and --online checks use that profile.
     """
     from fishtalk.doctor import Status, run_checks
     from fishtalk.text import strip
@@ -936,7 +938,10 @@ def doctor(
     if online:
         typer.echo("--online: creating a session with your key and ending it at once")
     failed = False
-    for check in run_checks(config_path=_state.config_path, online=online, mic_seconds=mic_seconds):
+    checks = run_checks(
+        config_path=_state.config_path, online=online, mic_seconds=mic_seconds, profile=name
+    )
+    for check in checks:
         failed = failed or check.status is Status.FAIL
         typer.echo(strip(f"{check.status.value:<4}  {check.name}: {check.detail}"))
         if check.fix and check.status is not Status.OK:

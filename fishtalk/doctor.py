@@ -66,11 +66,13 @@ def run_checks(
     online: bool = False,
     mic_seconds: float = 2.0,
     environ: Mapping[str, str] | None = None,
+    profile: str | None = None,
 ) -> Iterator[Check]:
-    """Every check, in order. ``config_path`` as ``--config``; ``environ`` for the terminal
-    check (default ``os.environ``)."""
+    """Every check, in order. ``config_path`` as ``--config``; ``profile`` an agent profile
+    to check with (its key mode, agent and session); ``environ`` for the terminal check
+    (default ``os.environ``)."""
     env = os.environ if environ is None else environ
-    settings, check = check_config(config_path)
+    settings, check = check_config(config_path, profile=profile)
     yield check
     if settings is not None:
         yield check_api_key(settings)
@@ -85,20 +87,24 @@ def run_checks(
 # --- config and key -------------------------------------------------------------------------
 
 
-def check_config(config_path: Path | None) -> tuple[Settings | None, Check]:
-    """The config loads (file, environment); where it lives."""
+def check_config(
+    config_path: Path | None, *, profile: str | None = None
+) -> tuple[Settings | None, Check]:
+    """The config loads (file, environment, the agent profile if one is named); where it
+    lives."""
     from fishtalk import paths
     from fishtalk.config import ConfigError, load_settings
 
     path = config_path if config_path is not None else paths.config_file()
     try:
-        settings = load_settings(config_path)
+        settings = load_settings(config_path, profile=profile)
     except ConfigError as exc:
         return None, Check(
             "config", Status.FAIL, str(exc), f"edit {path} (`fishtalk config show` re-checks it)"
         )
     if path.exists():
-        return settings, Check("config", Status.OK, f"{path} is valid")
+        using = f", agent profile {profile!r}" if profile is not None else ""
+        return settings, Check("config", Status.OK, f"{path} is valid{using}")
     return settings, Check(
         "config",
         Status.OK,

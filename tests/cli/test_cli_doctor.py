@@ -59,3 +59,22 @@ def test_offline_sends_nothing(
     key = next(line for line in result.out.splitlines() if "  api key:" in line)
     assert key.startswith("ok")
     assert "not checked online" in key
+
+
+def test_online_with_a_profile_uses_its_agent(
+    run_cli: Run, fish_api: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[api]\nurl = "{fish_api.url}"\n[agents.support]\nagent_id = "agent-support"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("FISH_API_KEY", fish_api.api_key)
+    result = run_cli("--config", str(config), "doctor", "support", "--online", "--mic-seconds", "0")
+    assert "agent profile 'support'" in result.out
+    assert fish_api.seen[0].body["agent_id"] == "agent-support"
+    misspelt = run_cli("--config", str(config), "doctor", "suport", "--mic-seconds", "0")
+    assert misspelt.code == 1
+    config_line = next(line for line in misspelt.out.splitlines() if "  config:" in line)
+    assert config_line.startswith("fail")
+    assert "did you mean 'support'?" in config_line
