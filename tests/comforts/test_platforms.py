@@ -3,7 +3,6 @@ platform helpers in :mod:`fishtalk.system` work for real on this machine."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -167,31 +166,43 @@ def test_kill_process_tree_of_a_finished_process_is_quiet() -> None:
     system.kill_process_tree(done.pid)  # gone already: no error
 
 
-class NoSignalLoop(asyncio.SelectorEventLoop):
-    """A loop without add_signal_handler, as Windows' proactor loop is."""
+SIGINT_PROBE = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from fishtalk import system
 
-    def add_signal_handler(self, sig: int, callback: object, *args: object) -> None:
-        raise NotImplementedError
+    class NoSignalLoop(asyncio.SelectorEventLoop):
+        # A loop without add_signal_handler, as Windows' proactor loop is.
+        def add_signal_handler(self, sig, callback, *args):
+            raise NotImplementedError
+
+    loop = asyncio.new_event_loop() if sys.argv[1] == "unix" else NoSignalLoop()
+    before = signal.getsignal(signal.SIGINT)
+
+    async def main():
+        caught = asyncio.Event()
+        release = system.catch_sigint(asyncio.get_running_loop(), caught.set)
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.wait_for(caught.wait(), 10)
+            return "caught"
+        finally:
+            release()
+
+    print(loop.run_until_complete(main()))
+    loop.close()
+    # The uninstaller gave SIGINT back: a later Ctrl-C is the default KeyboardInterrupt.
+    print("restored", signal.getsignal(signal.SIGINT) is before)
+    """
+)
 
 
 @pytest.mark.parametrize("loop_kind", ["unix", "windows-like"])
 def test_catch_sigint_runs_the_callback_on_the_loop(loop_kind: str) -> None:
-    loop = asyncio.new_event_loop() if loop_kind == "unix" else NoSignalLoop()
-    before = signal.getsignal(signal.SIGINT)
-    try:
-
-        async def main() -> str:
-            caught = asyncio.Event()
-            release = system.catch_sigint(asyncio.get_running_loop(), caught.set)
-            try:
-                os.kill(os.getpid(), signal.SIGINT)
-                await asyncio.wait_for(caught.wait(), 10)
-                return "caught"
-            finally:
-                release()
-
-        assert loop.run_until_complete(main()) == "caught"
-    finally:
-        loop.close()
-    # The uninstaller gave SIGINT back: a later Ctrl-C is the default KeyboardInterrupt.
-    assert signal.getsignal(signal.SIGINT) is before
+    # In a process of its own: the signal goes to the whole process, and only a main
+    # thread may install handlers (a test runner's worker may run tests elsewhere).
+    done = subprocess.run(
+        [PY, "-c", SIGINT_PROBE, loop_kind], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["caught", "restored True"]
