@@ -29,7 +29,8 @@ app = typer.Typer(
     name="fishtalk",
     help="Talk to Fish Audio realtime voice agents from your terminal.",
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion for bash, zsh, fish and PowerShell.
+    add_completion=True,
     pretty_exceptions_enable=False,
     # Click's plain help layout: flags show no value placeholder (the rich layout labels
     # every flag, --help included, "<bool>"), help text is never read as markup, and the
@@ -97,11 +98,47 @@ def _root(
     ctx.obj = _state
 
 
-def load(overrides: dict[str, Any] | None = None) -> "Settings":
-    """Load settings for a command: the global ``--config`` plus the command's flags."""
+def load(overrides: dict[str, Any] | None = None, *, profile: str | None = None) -> "Settings":
+    """Load settings for a command: the global ``--config`` plus the command's flags (and
+    the agent profile ``profile``, between the two)."""
     from fishtalk.config import load_settings
 
-    return load_settings(_state.config_path, overrides=overrides)
+    return load_settings(_state.config_path, overrides=overrides, profile=profile)
+
+
+def resolve_agent(name: str | None, agent: str | None) -> tuple[str | None, str | None]:
+    """``(profile, agent_id)`` for a command's positional NAME and its ``--agent`` value.
+
+    NAME must be an agent profile (an unknown one is a ConfigError naming the closest).
+    An ``--agent`` value is a profile when one has that name, else an agent id as it
+    always was (with a note on stderr when it looks like a misspelt profile).
+    """
+    if name is None and agent is None:
+        return None, None
+    from fishtalk.config import ConfigError, close_profile, unknown_profile_message
+
+    profiles = list(load().agents)
+    if name is not None:
+        if agent is not None:
+            raise ConfigError(f"give the agent once: NAME ({name!r}) or --agent, not both")
+        if name not in profiles:
+            raise ConfigError(
+                unknown_profile_message(name, profiles) + " (for an agent id, use --agent ID)"
+            )
+        return name, None
+    assert agent is not None
+    if agent in profiles:
+        return agent, None
+    close = close_profile(agent, profiles)
+    if close is not None:
+        from fishtalk.text import strip
+
+        typer.echo(
+            f"fishtalk: note: {strip(agent)!r} is no agent profile (did you mean {close!r}?); "
+            "using it as an agent id",
+            err=True,
+        )
+    return None, agent
 
 
 def run_async(coro: Any) -> Any:
@@ -111,10 +148,89 @@ def run_async(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
+# --- shell completion -----------------------------------------------------------------------
+# Completers run in the shell's completion subprocess: quick, quiet and never failing (a
+# broken config or a machine without PortAudio completes nothing rather than an error).
+
+
+def complete_profiles(incomplete: str) -> list[tuple[str, str]]:
+    """Agent profile names from the config (``[agents.NAME]``), with their descriptions."""
+    try:
+        agents = load().agents
+    except Exception:
+        return []
+    return [
+        (name, profile.description or profile.agent_id)
+        for name, profile in sorted(agents.items())
+        if name.startswith(incomplete)
+    ]
+
+
+def _complete_devices(incomplete: str, *, want_input: bool) -> list[tuple[str, str]]:
+    try:
+        from fishtalk.audio.devices import list_devices  # PortAudio: imported only here
+
+        devices = list_devices()
+    except Exception:
+        return []
+    found: list[tuple[str, str]] = []
+    for device in devices:
+        channels = device.max_input_channels if want_input else device.max_output_channels
+        if channels <= 0:
+            continue
+        for word in (device.name, str(device.index)):
+            if word.lower().startswith(incomplete.lower()):
+                found.append((word, f"{device.hostapi}, {device.default_samplerate:g} Hz"))
+    return found
+
+
+def complete_input_devices(incomplete: str) -> list[tuple[str, str]]:
+    """Microphones by name and index (from PortAudio)."""
+    return _complete_devices(incomplete, want_input=True)
+
+
+def complete_output_devices(incomplete: str) -> list[tuple[str, str]]:
+    """Speakers by name and index (from PortAudio)."""
+    return _complete_devices(incomplete, want_input=False)
+
+
+def complete_scenarios(incomplete: str) -> list[str]:
+    """Built-in scenario names (the sim's shipped TOML files) and ``.toml`` files here."""
+    folder = Path(__file__).parent / "sim" / "fish" / "scenarios"  # no sim import
+    try:
+        names = sorted(p.stem for p in folder.glob("*.toml"))
+        base = Path(incomplete).parent if incomplete else Path()
+        files = sorted(str(p) for p in base.glob("*.toml") if str(p).startswith(incomplete))
+    except OSError:
+        return []
+    return [n for n in names if n.startswith(incomplete)] + files
+
+
 # Connection options shared by the commands that talk to the session API.
 AgentOption = Annotated[
-    str | None, typer.Option("--agent", metavar="ID", help="Agent id (default: session.agent_id).")
+    str | None,
+    typer.Option(
+        "--agent",
+        metavar="ID|PROFILE",
+        help="Agent id, or the name of an [agents.NAME] profile (default: session.agent_id).",
+        autocompletion=complete_profiles,
+    ),
 ]
+ProfileArgument = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="PROFILE",
+        # Described in each command's help text instead: typer would label it "<str>".
+        hidden=True,
+        autocompletion=complete_profiles,
+        show_default=False,
+    ),
+]
+PROFILE_HELP = (
+    "PROFILE names an agent profile from the config ([agents.NAME]; `fishtalk agents` lists "
+    "them): its agent id, public/origin choice and session settings apply, and flags still "
+    "win. --agent takes a profile name or an agent id."
+)
 ApiUrlOption = Annotated[
     str | None,
     typer.Option("--api-url", metavar="URL", help="API base URL (default: api.url)."),
@@ -129,11 +245,156 @@ OriginOption = Annotated[
 ]
 
 
+# Session overrides: what the session API accepts and the config can set ([session]).
+LanguageOption = Annotated[
+    str | None,
+    typer.Option(
+        "--language", metavar="LANG", help="Language override, e.g. en (session.language)."
+    ),
+]
+TimezoneOption = Annotated[
+    str | None,
+    typer.Option(
+        "--timezone", metavar="TZ", help="IANA time zone, e.g. Europe/Berlin (session.timezone)."
+    ),
+]
+VoiceOption = Annotated[
+    str | None,
+    typer.Option("--voice", metavar="ID", help="Voice override: a voice id (session.voice_id)."),
+]
+FirstMessageOption = Annotated[
+    str | None,
+    typer.Option(
+        "--first-message", metavar="TEXT", help="Opening line, verbatim (session.first_message)."
+    ),
+]
+FirstMessagePromptOption = Annotated[
+    str | None,
+    typer.Option(
+        "--first-message-prompt",
+        metavar="TEXT",
+        help="Instructions for the opening line (session.first_message_prompt).",
+    ),
+]
+SystemPromptOption = Annotated[
+    str | None,
+    typer.Option(
+        "--system-prompt", metavar="TEXT", help="Replace the system prompt (session.system_prompt)."
+    ),
+]
+SessionNameOption = Annotated[
+    str | None,
+    typer.Option(
+        "--session-name", metavar="NAME", help="Display name in the console (session.name)."
+    ),
+]
+EndUserOption = Annotated[
+    str | None,
+    typer.Option(
+        "--end-user-id", metavar="ID", help="Your id for the person talking (session.end_user_id)."
+    ),
+]
+VarOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--var",
+        metavar="KEY=VALUE",
+        help="A prompt {{variable}}; repeat for more (session.dynamic_variables).",
+    ),
+]
+MetadataOption = Annotated[
+    str | None,
+    typer.Option(
+        "--metadata",
+        metavar="JSON",
+        help="A JSON object stored with the session (session.metadata).",
+    ),
+]
+RecordAudioOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--record-audio/--no-record-audio",
+        help="Override the agent's recording setting (session.record_audio).",
+        show_default=False,
+    ),
+]
+WorldContextOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--world-context/--no-world-context",
+        help="Tell the agent the date and time (session.world_context).",
+        show_default=False,
+    ),
+]
+ToolEventsOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--tool-events/--no-tool-events",
+        help="Ask for tool.* events (session.tool_events).",
+        show_default=False,
+    ),
+]
+
+
+@dataclass
+class SessionFlags:
+    """The session-override flags of one command, as given (None: not given)."""
+
+    language: str | None = None
+    timezone: str | None = None
+    voice: str | None = None
+    first_message: str | None = None
+    first_message_prompt: str | None = None
+    system_prompt: str | None = None
+    session_name: str | None = None
+    end_user_id: str | None = None
+    var: list[str] | None = None
+    metadata: str | None = None
+    record_audio: bool | None = None
+    world_context: bool | None = None
+    tool_events: bool | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        """Dotted config overrides; a malformed --var or --metadata is a ConfigError."""
+        from fishtalk.config import ConfigError
+
+        variables: dict[str, str] | None = None
+        for item in self.var or ():
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--var {item!r}: expected KEY=VALUE")
+            variables = {**(variables or {}), key.strip(): value}
+        metadata: Any = None
+        if self.metadata is not None:
+            try:
+                metadata = json.loads(self.metadata)
+            except ValueError as exc:
+                raise ConfigError(f"--metadata: not valid JSON: {exc}") from None
+            if not isinstance(metadata, dict):
+                raise ConfigError("--metadata: must be a JSON object")
+        return {
+            "session.language": self.language,
+            "session.timezone": self.timezone,
+            "session.voice_id": self.voice,
+            "session.first_message": self.first_message,
+            "session.first_message_prompt": self.first_message_prompt,
+            "session.system_prompt": self.system_prompt,
+            "session.name": self.session_name,
+            "session.end_user_id": self.end_user_id,
+            "session.dynamic_variables": variables,
+            "session.metadata": metadata,
+            "session.record_audio": self.record_audio,
+            "session.world_context": self.world_context,
+            "session.tool_events": self.tool_events,
+        }
+
+
 # --- session ------------------------------------------------------------------------------
 
 
 @session_app.command("create")
 def session_create(
+    name: ProfileArgument = None,
     agent: AgentOption = None,
     api_url: ApiUrlOption = None,
     public: PublicOption = None,
@@ -142,15 +403,39 @@ def session_create(
     show_token: Annotated[
         bool, typer.Option("--show-token", help="Print the join token (it is a credential).")
     ] = False,
+    language: LanguageOption = None,
+    timezone: TimezoneOption = None,
+    voice: VoiceOption = None,
+    first_message: FirstMessageOption = None,
+    first_message_prompt: FirstMessagePromptOption = None,
+    system_prompt: SystemPromptOption = None,
+    session_name: SessionNameOption = None,
+    end_user_id: EndUserOption = None,
+    var: VarOption = None,
+    metadata: MetadataOption = None,
+    record_audio: RecordAudioOption = None,
+    world_context: WorldContextOption = None,
+    tool_events: ToolEventsOption = None,
 ) -> None:
-    """Create a session and print its grant (the token is hidden unless --show-token)."""
+    """Create a session and print its grant (the token is hidden unless --show-token).
+
+    PROFILE names an agent profile from the config ([agents.NAME]; `fishtalk agents` lists
+    them). --agent takes a profile name or an agent id.
+    """
+    flags = SessionFlags(
+        language, timezone, voice, first_message, first_message_prompt, system_prompt,
+        session_name, end_user_id, var, metadata, record_audio, world_context, tool_events,
+    )  # fmt: skip
+    profile, agent_id = resolve_agent(name, agent)
     settings = load(
         {
-            "session.agent_id": agent,
+            "session.agent_id": agent_id,
             "api.url": api_url,
             "api.public": public,
             "api.origin": origin,
-        }
+            **flags.overrides(),
+        },
+        profile=profile,
     )
     from fishtalk.launch import session_client, session_request
 
@@ -379,6 +664,7 @@ InputDeviceOption = Annotated[
         metavar="DEV",
         help="Microphone: an index or part of a name from `fishtalk devices` "
         "(audio.input_device). A name that matches nothing stops with the choices (exit 2).",
+        autocompletion=complete_input_devices,
     ),
 ]
 OutputDeviceOption = Annotated[
@@ -387,6 +673,7 @@ OutputDeviceOption = Annotated[
         "--output-device",
         metavar="DEV",
         help="Speaker: an index or part of a name from `fishtalk devices` (audio.output_device).",
+        autocompletion=complete_output_devices,
     ),
 ]
 NoAudioOption = Annotated[
@@ -427,6 +714,7 @@ def demo(
             "--scenario",
             metavar="NAME|FILE",
             help="What the simulated agent plays: built-in demo, converse, tools, or a TOML file.",
+            autocompletion=complete_scenarios,
         ),
     ] = "demo",
     input_device: InputDeviceOption = None,
@@ -457,7 +745,7 @@ def demo(
         "In the TUI, F1 lists the keys (Ctrl+X hangs up; Ctrl+C hangs up and exits with "
         "130). In line mode (--plain, or when piped) each input line is a typed turn; /help "
         "lists the commands (/interrupt, /hangup, /mute, /unmute, /spoken on|off); end of "
-        "input hangs up once the agent has answered."
+        "input hangs up once the agent has answered.\n\n" + PROFILE_HELP
     ),
     epilog=(
         "Exit codes: 0 the call ended normally (you or the agent hung up, the conversation "
@@ -468,6 +756,7 @@ def demo(
     ),
 )
 def chat(
+    name: ProfileArgument = None,
     agent: AgentOption = None,
     api_url: ApiUrlOption = None,
     public: PublicOption = None,
@@ -486,18 +775,38 @@ def chat(
         bool,
         typer.Option("--plain", help="Line-oriented output (automatic when stdout is no TTY)."),
     ] = False,
+    language: LanguageOption = None,
+    timezone: TimezoneOption = None,
+    voice: VoiceOption = None,
+    first_message: FirstMessageOption = None,
+    first_message_prompt: FirstMessagePromptOption = None,
+    system_prompt: SystemPromptOption = None,
+    session_name: SessionNameOption = None,
+    end_user_id: EndUserOption = None,
+    var: VarOption = None,
+    metadata: MetadataOption = None,
+    record_audio: RecordAudioOption = None,
+    world_context: WorldContextOption = None,
+    tool_events: ToolEventsOption = None,
 ) -> None:
     """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
+    flags = SessionFlags(
+        language, timezone, voice, first_message, first_message_prompt, system_prompt,
+        session_name, end_user_id, var, metadata, record_audio, world_context, tool_events,
+    )  # fmt: skip
+    profile, agent_id = resolve_agent(name, agent)
     settings = load(
         {
-            "session.agent_id": agent,
+            **flags.overrides(),
+            "session.agent_id": agent_id,
             "api.url": api_url,
             "api.public": public,
             "api.origin": origin,
             "session.text_only": True if text_only else None,
             "ui.plain": True if plain else None,
             **_audio_overrides(input_device, output_device, no_audio),
-        }
+        },
+        profile=profile,
     )
     from fishtalk.launch import require_agent, run_chat, session_client
 
@@ -541,6 +850,7 @@ def sim_serve(
             "--scenario",
             metavar="NAME|FILE",
             help="Scenario TOML file, or built-in demo, converse, tools.",
+            autocompletion=complete_scenarios,
         ),
     ] = None,
 ) -> None:
@@ -556,6 +866,88 @@ def devices() -> None:
     from fishtalk.audio.cli import print_devices
 
     raise typer.Exit(print_devices())
+
+
+@app.command("agents", short_help="List the agent profiles in the config.")
+def agents(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """List the agent profiles ([agents.NAME] in the config): `fishtalk chat NAME` uses one."""
+    from fishtalk.text import strip
+
+    profiles = load().agents
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    name: p.model_dump(mode="json", exclude_none=True, exclude_unset=True)
+                    for name, p in sorted(profiles.items())
+                },
+                indent=2,
+            )
+        )
+        return
+    if not profiles:
+        typer.echo(
+            "no agent profiles: declare them as [agents.NAME] with an agent_id in "
+            f"{_target_config_path()}"
+        )
+        return
+    width = max(len(name) for name in profiles)
+    for name, p in sorted(profiles.items()):
+        details = [f"agent {p.agent_id}"]
+        if p.public:
+            details.append(f"public, origin {p.origin}" if p.origin else "public")
+        if p.talk_mode:
+            details.append(f"talk {p.talk_mode}")
+        if p.tools is not None:
+            details.append(f"tools: {', '.join(p.tools) or 'none'}")
+        overrides = sorted(p.session.model_dump(exclude_unset=True))
+        if overrides:
+            details.append(f"sets {', '.join('session.' + k for k in overrides)}")
+        typer.echo(strip(f"{name:<{width}}  {' · '.join(details)}"))
+        if p.description:
+            typer.echo(strip(f"{'':<{width}}  {p.description}"))
+
+
+@app.command("doctor", short_help="Check config, API key, audio, network and terminal.")
+def doctor(
+    name: ProfileArgument = None,
+    online: Annotated[
+        bool,
+        typer.Option(
+            "--online",
+            help="Also check the API key against the service (creates a session and ends it).",
+        ),
+    ] = False,
+    mic_seconds: Annotated[
+        float,
+        typer.Option(
+            "--mic-seconds", metavar="SECONDS", min=0, max=30, help="Microphone level check length."
+        ),
+    ] = 2.0,
+) -> None:
+    """Check everything fishtalk needs, one line each: ok, warn or fail, with the fix.
+
+    Exits 0 when nothing fails (warnings allowed), 1 otherwise. With PROFILE (an
+    [agents.NAME] profile) the key, agent and --online checks use that profile.
+    """
+    from fishtalk.doctor import Status, run_checks
+    from fishtalk.text import strip
+
+    if online:
+        typer.echo("--online: creating a session with your key and ending it at once")
+    failed = False
+    checks = run_checks(
+        config_path=_state.config_path, online=online, mic_seconds=mic_seconds, profile=name
+    )
+    for check in checks:
+        failed = failed or check.status is Status.FAIL
+        typer.echo(strip(f"{check.status.value:<4}  {check.name}: {check.detail}"))
+        if check.fix and check.status is not Status.OK:
+            typer.echo(strip(f"      fix: {check.fix}"))
+    if failed:
+        raise typer.Exit(EXIT_ERROR)
 
 
 # <<< commands added by other helpers end here

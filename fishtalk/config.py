@@ -36,6 +36,7 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
@@ -62,6 +63,12 @@ ENV_ALIASES: Final[Mapping[str, tuple[str, str]]] = {
 """Short environment variables, each naming one setting."""
 
 _TOOL_NAME_RE: Final = re.compile(TOOL_NAME_PATTERN)
+_LANGUAGE_RE: Final = re.compile(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*")
+PROFILE_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+_PROFILE_NAME_RE: Final = re.compile(PROFILE_NAME_PATTERN)
+TalkMode = Literal["always", "toggle", "push"]
+"""always = open mic with echo cancellation; toggle = one key opens and closes the mic;
+push = hold a key (where the terminal reports key release)."""
 _SECRET_KEYS: Final = frozenset({("api", "api_key")})
 
 
@@ -108,9 +115,23 @@ class SessionSettings(_Section):
     agent_id: str | None = None
     """The agent to talk to."""
     language: str | None = None
-    """Language override (only if the agent allows it)."""
+    """Language override (only if the agent allows it), e.g. ``en``, ``ja``, ``pt-BR``."""
     timezone: str | None = None
     """IANA time zone for the agent's world context, e.g. ``Europe/Berlin``."""
+    voice_id: str | None = Field(default=None, min_length=1)
+    """Voice override: a voice model id from the voice library (if the agent allows it)."""
+    first_message: str | None = Field(default=None, min_length=1)
+    """Opening line override, spoken verbatim (if the agent allows it)."""
+    first_message_prompt: str | None = Field(default=None, min_length=1)
+    """Instructions the opening line is generated from (instead of ``first_message``)."""
+    system_prompt: str | None = Field(default=None, min_length=1)
+    """Replaces the agent's system prompt (if the agent allows it; needs an API key)."""
+    name: str | None = Field(default=None, min_length=1, max_length=256)
+    """The session's display name in the console (API-key sessions only)."""
+    record_audio: bool | None = None
+    """Override the agent's recording setting; unset = the agent's."""
+    world_context: bool | None = None
+    """Whether the agent knows the current date and time; unset = the server's (true)."""
     tool_events: bool = True
     """Ask the server for tool.started/completed/failed events."""
     text_only: bool = False
@@ -123,6 +144,26 @@ class SessionSettings(_Section):
     """Free-form metadata stored with the session."""
     client_tool_timeout: float = Field(default=15.0, gt=0, le=MAX_TOOL_TIMEOUT)
     """Default client-side deadline, in seconds, for a client tool call."""
+
+    @field_validator("language")
+    @classmethod
+    def _language_tag(cls, value: str | None) -> str | None:
+        if value is not None and not _LANGUAGE_RE.fullmatch(value):
+            raise ValueError(f"{value!r} is not a language code such as en, ja or pt-BR")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str | None) -> str | None:
+        if value is not None and not _is_time_zone(value):
+            raise ValueError(f"unknown time zone {value!r} (an IANA name such as Europe/Berlin)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_opener(self) -> SessionSettings:
+        if self.first_message is not None and self.first_message_prompt is not None:
+            raise ValueError("set first_message or first_message_prompt, not both")
+        return self
 
     @field_validator("dynamic_variables")
     @classmethod
@@ -224,6 +265,60 @@ class ToolDecl(_Section):
         return self
 
 
+class AgentProfile(_Section):
+    """``[agents.NAME]``: a named agent with its own settings (``fishtalk chat NAME``).
+
+    Choosing a profile applies its values over the config file's and the environment's;
+    command-line flags still win.
+    """
+
+    agent_id: str = Field(min_length=1)
+    """The agent's id."""
+    description: str | None = None
+    """Shown by ``fishtalk agents``."""
+    public: bool | None = None
+    """A public agent: no API key, an ``origin`` instead (``api.public``)."""
+    origin: str | None = None
+    """Origin header for a public agent (``api.origin``)."""
+    talk_mode: TalkMode | None = None
+    """How the microphone opens: always, toggle or push."""
+    tools: list[str] | None = None
+    """Client tools offered to this agent, by name; unset = every enabled tool."""
+    session: SessionSettings = Field(default_factory=SessionSettings)
+    """Session settings for this agent (only the keys set here apply)."""
+
+    _url = field_validator("origin")(_check_http_url)
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_names(cls, value: list[str] | None) -> list[str] | None:
+        for name in value or ():
+            if not _TOOL_NAME_RE.match(name):
+                raise ValueError(
+                    f"invalid tool name {name!r}: names must match {TOOL_NAME_PATTERN}"
+                )
+        return value
+
+    def layer(self) -> dict[str, Any]:
+        """The settings this profile sets, as a nested mapping (unset keys left out)."""
+        session: dict[str, Any] = self.session.model_dump(exclude_unset=True)
+        session["agent_id"] = self.agent_id
+        # The profile's opener replaces the file's, whichever kind that one is.
+        openers = ("first_message", "first_message_prompt")
+        for one, other in (openers, openers[::-1]):
+            if one in session:
+                session.setdefault(other, None)
+        layer: dict[str, Any] = {"session": session}
+        api = {
+            key: value
+            for key, value in (("public", self.public), ("origin", self.origin))
+            if value is not None
+        }
+        if api:
+            layer["api"] = api
+        return layer
+
+
 class Settings(_Section):
     """All fishtalk settings; build one with :func:`load_settings`."""
 
@@ -232,6 +327,36 @@ class Settings(_Section):
     audio: AudioSettings = Field(default_factory=AudioSettings)
     ui: UiSettings = Field(default_factory=UiSettings)
     tools: dict[str, ToolDecl] = Field(default_factory=dict)
+    agents: dict[str, AgentProfile] = Field(default_factory=dict)
+    """Agent profiles by name."""
+
+    _profile: str | None = PrivateAttr(default=None)
+
+    @property
+    def profile(self) -> AgentProfile | None:
+        """The agent profile these settings were loaded with, if any."""
+        return self.agents.get(self._profile) if self._profile is not None else None
+
+    @property
+    def profile_name(self) -> str | None:
+        """The name of :attr:`profile`."""
+        return self._profile
+
+    @property
+    def offered_tools(self) -> list[str] | None:
+        """The client tools the active profile offers (None: every enabled tool)."""
+        profile = self.profile
+        return None if profile is None else profile.tools
+
+    @field_validator("agents")
+    @classmethod
+    def _profile_names(cls, value: dict[str, AgentProfile]) -> dict[str, AgentProfile]:
+        for name in value:
+            if not _PROFILE_NAME_RE.match(name):
+                raise ValueError(
+                    f"invalid agent profile name {name!r}: names must match {PROFILE_NAME_PATTERN}"
+                )
+        return value
 
     @field_validator("tools")
     @classmethod
@@ -255,11 +380,15 @@ def load_settings(
     *,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    profile: str | None = None,
 ) -> Settings:
     """Build the effective settings from every layer; raise :class:`ConfigError` on problems.
 
     ``config_path`` None means the default file (which may be absent). ``env`` defaults to
     ``os.environ``. ``overrides`` holds dotted keys from flags; ``None`` values are skipped.
+    ``profile`` names an ``[agents.NAME]`` table whose values apply over the file's and the
+    environment's (flags still win); an unknown name is a ConfigError suggesting the
+    closest one.
     """
     environ = os.environ if env is None else env
     merged: dict[str, Any] = {}
@@ -273,6 +402,15 @@ def load_settings(
         file_text, data = _read_toml(path)
         _merge(merged, data, sources, (), f"in {path}")
     _merge_env(merged, environ, sources)
+    if profile is not None:
+        try:
+            base = Settings.model_validate(merged)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, sources, path, file_text)) from None
+        chosen = base.agents.get(profile)
+        if chosen is None:
+            raise ConfigError(unknown_profile_message(profile, list(base.agents), path))
+        _merge(merged, chosen.layer(), sources, (), f"from agent profile {profile!r}")
     if overrides:
         for key, value in overrides.items():
             if value is None:
@@ -285,7 +423,38 @@ def load_settings(
     except ValidationError as exc:
         raise ConfigError(_describe(exc, sources, path, file_text)) from None
     _check_keys(settings.ui.keys, sources, path, file_text)
+    settings._profile = profile
     return settings
+
+
+def close_profile(name: str, names: list[str]) -> str | None:
+    """The profile name ``name`` most likely misspells, or None."""
+    close = difflib.get_close_matches(name, names, n=1)
+    return close[0] if close else None
+
+
+def unknown_profile_message(name: str, names: list[str], path: Path | None = None) -> str:
+    """One line for a profile name that is not in the config, with the closest one."""
+    where = f" in {path}" if path is not None else ""
+    message = f"no agent profile {name!r}{where}"
+    close = close_profile(name, names)
+    if close is not None:
+        return f"{message} (did you mean {close!r}?)"
+    if names:
+        return f"{message} (profiles: {', '.join(sorted(names))})"
+    return f"{message}: declare it as [agents.{name}] with an agent_id"
+
+
+def _is_time_zone(name: str) -> bool:
+    """Whether ``name`` is an IANA time zone this machine knows; True when it knows none
+    (Windows without the tzdata package), so the server decides."""
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return not zoneinfo.available_timezones()
+    return True
 
 
 def _check_keys(
@@ -387,6 +556,10 @@ SECRET_ENV_NAMES: Final = tuple(
 """The canonical spellings of :func:`is_secret_env_name` (for messages and docs)."""
 
 
+_FILE_ONLY: Final = ("tools", "agents")
+"""Tables of named entries: declared in the config file only."""
+
+
 def _merge_env(merged: dict[str, Any], environ: Mapping[str, str], sources: Sources) -> None:
     sections = Settings.model_fields
     for name in sorted(environ):
@@ -398,12 +571,12 @@ def _merge_env(merged: dict[str, Any], environ: Mapping[str, str], sources: Sour
             where = setting
         else:
             section, key = setting
-            if section == "tools":
-                raise ConfigError(f"{name}: tools can only be declared in the config file")
+            if section in _FILE_ONLY:
+                raise ConfigError(f"{name}: {section} can only be declared in the config file")
             if section not in sections:
                 raise ConfigError(
                     f"environment variable {name}: unknown section {section!r}"
-                    + _suggest(section, [s for s in sections if s != "tools"])
+                    + _suggest(section, [s for s in sections if s not in _FILE_ONLY])
                 )
             fields = _section_fields(section)
             if key not in fields:
@@ -473,6 +646,10 @@ def _fields_at(loc: tuple[str, ...]) -> list[str]:
     """Valid key names of the table at ``loc`` (for "did you mean" hints)."""
     if loc[:1] == ("tools",):
         return list(ToolDecl.model_fields) if len(loc) == 2 else []
+    if loc[:1] == ("agents",):
+        if len(loc) == 2:
+            return list(AgentProfile.model_fields)
+        return list(SessionSettings.model_fields) if loc[2:] == ("session",) else []
     model: type[BaseModel] = Settings
     for part in loc:
         field = model.model_fields.get(part)
@@ -509,6 +686,10 @@ def _find_line(text: str | None, loc: tuple[str, ...]) -> int | None:
 def redacted_dict(settings: Settings) -> dict[str, Any]:
     """Settings as plain data for display: secrets replaced, unset values dropped."""
     data = settings.model_dump(mode="json", exclude_none=True)
+    data["agents"] = {
+        name: profile.model_dump(mode="json", exclude_none=True, exclude_unset=True)
+        for name, profile in settings.agents.items()
+    }
     for section, key in _SECRET_KEYS:
         if getattr(getattr(settings, section), key) is not None:
             data[section][key] = "<hidden>"
@@ -517,6 +698,6 @@ def redacted_dict(settings: Settings) -> dict[str, Any]:
         for key, value in list(section.items()):
             if value == {}:
                 del section[key]
-        if not section and name == "tools":
+        if not section and name in _FILE_ONLY:
             del data[name]
     return data

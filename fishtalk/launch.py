@@ -22,7 +22,6 @@ Heavy modules (livekit, textual, the sim) are imported inside the functions that
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import socket
 import struct
 import sys
@@ -81,17 +80,27 @@ def session_request(settings: Settings) -> SessionRequest:
 
     Raises ConfigError when no agent id is set.
     """
-    from fishtalk.api import SessionRequest
+    from fishtalk.api import SessionOverrides, SessionRequest
 
     s = settings.session
+    overrides = SessionOverrides(
+        voice_id=s.voice_id,
+        first_message=s.first_message,
+        first_message_prompt=s.first_message_prompt,
+        system_prompt=s.system_prompt,
+    )
     return SessionRequest(
         agent_id=require_agent(settings),
+        name=s.name,
         tool_events=s.tool_events,
         language=s.language,
         timezone=s.timezone,
+        overrides=overrides if overrides.model_dump(exclude_none=True) else None,
         dynamic_variables=dict(s.dynamic_variables) or None,
         end_user_id=s.end_user_id,
         metadata=s.metadata,
+        record_audio=s.record_audio,
+        world_context=s.world_context,
     )
 
 
@@ -315,6 +324,8 @@ def has_webrtc_network() -> bool:
     """
     if not sys.platform.startswith("linux"):
         return True
+    import fcntl  # POSIX only: never imported at module level (Windows has none)
+
     try:
         names = [name for _, name in socket.if_nameindex()]
     except OSError:

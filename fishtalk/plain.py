@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import sys
 import threading
 from collections import deque
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 from fishtalk import conversation as conv
 from fishtalk.errors import EXIT_OK, exit_code_for
+from fishtalk.system import catch_sigint
 from fishtalk.text import strip
 
 if TYPE_CHECKING:
@@ -531,14 +531,14 @@ def run_plain(
 
         def on_sigint() -> None:
             # First Ctrl-C: hang up properly (user.hangup, disconnect). A second one falls
-            # back to the default handler, which interrupts whatever is still running.
+            # back to the previous handler, which interrupts whatever is still running.
             nonlocal interrupted
             interrupted = True
-            loop.remove_signal_handler(signal.SIGINT)
+            release_sigint()
             session.hangup()
 
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signal.SIGINT, on_sigint)  # Unix, main thread only
+        # Unix: the loop's signal handler; Windows: signal.signal (see fishtalk.system).
+        release_sigint = catch_sigint(loop, on_sigint)
         if interactive:
             stdout.write("* type a message and press Enter; /help lists commands\n")
         return await chat.run()

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from fishtalk import paths
 from fishtalk.config import (
     SECRET_ENV_NAMES,
+    AgentProfile,
     ConfigError,
     Settings,
     ToolDecl,
@@ -267,6 +268,8 @@ def _all_fields() -> list[tuple[str, str]]:
         model = field.annotation
         if section == "tools":
             model = ToolDecl
+        if section == "agents":
+            model = AgentProfile
         assert isinstance(model, type)
         assert issubclass(model, BaseModel)
         out.extend((section, key) for key in model.model_fields)
@@ -289,7 +292,7 @@ def test_example_loads_as_is_and_uncommented(tmp_path: Path) -> None:
     load_settings(EXAMPLE, env={})
     lines = []
     for line in EXAMPLE.read_text(encoding="utf-8").splitlines():
-        match = re.match(r"^# ((?:[a-z_]+ = |\[tools\.).*)$", line)
+        match = re.match(r"^# ((?:[a-z_]+ = |\[(?:tools|agents)\.).*)$", line)
         lines.append(match.group(1) if match else line)
     uncommented = "\n".join(lines) + "\n"
     data = tomllib.loads(uncommented)
@@ -304,6 +307,8 @@ def test_example_loads_as_is_and_uncommented(tmp_path: Path) -> None:
         "lookup_order",
     }
     assert s.tools["list_todos"].command is not None
+    assert set(s.agents) == {"support", "shop"}
+    assert load_settings(write(tmp_path, uncommented), env={}, profile="shop").api.public
 
 
 def test_packaged_example_is_identical() -> None:

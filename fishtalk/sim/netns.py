@@ -37,6 +37,8 @@ class NetnsError(RuntimeError):
 
 
 def _open_tap(name: str) -> int:
+    if sys.platform != "linux":  # network namespaces and TAP devices are Linux's alone
+        raise NetnsError("network namespaces need Linux")
     fd = os.open("/dev/net/tun", os.O_RDWR)
     ifr = struct.pack("16sH", name.encode(), _IFF_TAP | _IFF_NO_PI)
     fcntl.ioctl(fd, _TUNSETIFF, ifr)

@@ -78,7 +78,27 @@ def _plan(settings: Settings, environ: Mapping[str, str]) -> list[_Planned]:
         if tuning is not None and (tuning.command is not None or tuning.builtin):
             continue  # reported as a duplicate on the declared tool
         planned.append(_plan_plugin(name, entries, tuning))
+    offered = settings.offered_tools
+    if offered is not None:
+        planned = _only_offered(planned, offered, settings.profile_name or "")
     return sorted(planned, key=lambda p: p.info.name)
+
+
+def _only_offered(planned: list[_Planned], offered: list[str], profile: str) -> list[_Planned]:
+    """The tools an agent profile offers (``tools = [...]``); a name that matches no tool
+    is a config error, with the closest name."""
+    import difflib
+
+    names = [p.info.name for p in planned]
+    kept = [p for p in planned if p.info.name in offered]
+    for name in offered:
+        if name in names:
+            continue
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else " (declare it as [tools.NAME])"
+        problem = f"agent profile {profile!r} offers {name!r}, which is no enabled tool{hint}"
+        kept.append(_Planned(ToolInfo(name, "config", "never", None, "", "", problem, True), None))
+    return kept
 
 
 def _plan_command(

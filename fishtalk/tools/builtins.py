@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from pydantic import JsonValue
 
 from fishtalk.aio import in_daemon_thread
+from fishtalk.system import O_NOCTTY, TTY_PATH
 from fishtalk.tools.approval import ApproveMode, printable, require_approval
 from fishtalk.tools.registry import ToolContext, ToolError
 
@@ -44,7 +45,7 @@ class BuiltinToolError(ToolError):
 class BuiltinOptions:
     """How built-ins reach the outside world; front ends and tests adjust these."""
 
-    tty_path: str = "/dev/tty"
+    tty_path: str = TTY_PATH
     """Where OSC 52 and the bell are written (the controlling terminal)."""
     opener: Callable[[str], bool] | None = None
     """Opens a URL; default :func:`webbrowser.open` (honours ``$BROWSER``)."""
@@ -89,7 +90,7 @@ def _write_tty(options: BuiltinOptions, data: bytes) -> None:
     try:
         # O_APPEND: no effect on a terminal, but a file standing in for one (a log, a
         # test) keeps every write instead of each overwriting the first bytes.
-        fd = os.open(options.tty_path, os.O_WRONLY | os.O_NOCTTY | os.O_APPEND)
+        fd = os.open(options.tty_path, os.O_WRONLY | O_NOCTTY | os.O_APPEND)
     except OSError as exc:
         raise BuiltinToolError(f"no terminal to write to ({exc.strerror or exc})") from None
     try:
@@ -186,7 +187,7 @@ class GetLocalContext:
         return local_context(self.options.tty_path)
 
 
-def local_context(tty_path: str = "/dev/tty") -> dict[str, JsonValue]:
+def local_context(tty_path: str = TTY_PATH) -> dict[str, JsonValue]:
     """Local time, IANA time zone (when known), locale and terminal size."""
     now = datetime.now().astimezone()
     offset = now.strftime("%z")
@@ -229,7 +230,7 @@ def _locale_name() -> str | None:
 
 def _terminal_size(tty_path: str) -> tuple[int, int]:
     with contextlib.suppress(OSError):
-        fd = os.open(tty_path, os.O_RDONLY | os.O_NOCTTY)
+        fd = os.open(tty_path, os.O_RDONLY | O_NOCTTY)
         try:
             size = os.get_terminal_size(fd)
             return size.columns, size.lines

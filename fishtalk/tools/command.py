@@ -12,7 +12,8 @@ Contract of a command tool (declared as ``[tools.NAME] command = [...]``):
   The Fish API key is never passed, even if allowlisted, under any name fishtalk reads it
   from (``FISH_API_KEY``, ``FISHTALK_API__API_KEY`` in any case).
 * The tool runs in its own session and process group. On timeout, hangup or cancellation
-  the whole group is killed (SIGKILL), so children it forked die with it. After a normal
+  the whole group is killed (SIGKILL; on Windows ``taskkill /T /F`` ends the process
+  tree), so children it forked die with it. After a normal
   exit, a leftover process that still holds the tool's stdout/stderr open past a short
   grace period is killed too; programs that should outlive the call must detach their
   output (e.g. ``setsid -f prog >/dev/null 2>&1``).
@@ -37,6 +38,7 @@ from typing import Any, Final
 from pydantic import JsonValue
 
 from fishtalk.config import SECRET_ENV_NAMES, is_secret_env_name
+from fishtalk.system import kill_process_tree, new_process_group
 from fishtalk.tools.approval import ApproveMode, require_approval
 from fishtalk.tools.registry import ToolContext, ToolError
 from fishtalk.tools.runner import MAX_RESULT_BYTES
@@ -169,7 +171,7 @@ async def run_command(
             stderr=asyncio.subprocess.PIPE,
             cwd=spec.cwd,
             env=dict(env),
-            start_new_session=True,  # own process group: one killpg reaches every child
+            **new_process_group(),  # one kill reaches every child (see fishtalk.system)
         )
     )
     try:
@@ -331,8 +333,7 @@ async def _feed(stdin: asyncio.StreamWriter, payload: bytes) -> None:
 
 
 def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+    kill_process_tree(pgid)
 
 
 def _signal_name(number: int) -> str:
