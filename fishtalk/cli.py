@@ -853,11 +853,22 @@ def sim_serve(
             autocompletion=complete_scenarios,
         ),
     ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            metavar="ORIGIN",
+            help="Also accept keyless (public) session requests from this origin, e.g. a "
+            "web app's dev server http://localhost:5173 (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it."""
     from fishtalk.sim.cli import serve
 
-    raise typer.Exit(serve(host=host, port=port, scenario=scenario))
+    raise typer.Exit(
+        serve(host=host, port=port, scenario=scenario, allowed_origins=allow_origin or ())
+    )
 
 
 @app.command("devices", short_help="List audio input and output devices.")

@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -56,11 +57,12 @@ def builtin_lines() -> list[str]:
     return lines
 
 
-def _banner(api_url: str, dev_key: str, scenario: str, out: TextIO) -> None:
+def _banner(api_url: str, dev_key: str, scenario: str, out: TextIO, origins: Sequence[str]) -> None:
     lines = [
         f"fishtalk sim: serving on {api_url} (scenario: {scenario})",
         f"  API URL:  {api_url}",
         f"  API key:  {dev_key}   (the simulator's own key; it guards nothing real)",
+        f"  Public agents (no key) accept the origins: {', '.join(origins)}",
         "",
         "Built-in scenarios (--scenario NAME; without it, agent id NAME plays NAME):",
         *builtin_lines(),
@@ -73,8 +75,18 @@ def _banner(api_url: str, dev_key: str, scenario: str, out: TextIO) -> None:
     _write(out, "\n".join(lines) + "\n")
 
 
-async def _serve(host: str, port: int, chosen: Scenario | None, label: str, out: TextIO) -> None:
+async def _serve(
+    host: str,
+    port: int,
+    chosen: Scenario | None,
+    label: str,
+    out: TextIO,
+    allowed_origins: Sequence[str] = (),
+) -> None:
     from fishtalk.sim import run_sim
+    from fishtalk.sim.fish.endpoint import DEFAULT_ALLOWED_ORIGINS
+
+    origins = (*DEFAULT_ALLOWED_ORIGINS, *allowed_origins)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -82,9 +94,9 @@ async def _serve(host: str, port: int, chosen: Scenario | None, label: str, out:
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not on this platform
             loop.add_signal_handler(sig, stop.set)
     try:
-        async with run_sim(chosen, host=host, port=port) as handle:
+        async with run_sim(chosen, host=host, port=port, allowed_origins=origins) as handle:
             try:
-                _banner(handle.api_url, handle.dev_key, label, out)
+                _banner(handle.api_url, handle.dev_key, label, out, origins)
                 await stop.wait()
                 _write(out, "fishtalk sim: stopping\n")
             except _StdoutClosed:
@@ -100,6 +112,7 @@ def serve(
     port: int = DEFAULT_PORT,
     scenario: str | Path | None = None,
     out: TextIO | None = None,
+    allowed_origins: Sequence[str] = (),
 ) -> int:
     """Run server, session endpoint and agents until SIGINT/SIGTERM; return the exit code.
 
@@ -107,6 +120,8 @@ def serve(
     :data:`~fishtalk.sim.fish.scenario.BUILTIN`). Raises
     :class:`~fishtalk.errors.FishtalkError` (one line) for a bad scenario, port or address.
     When ``out`` closes (its reader went away), the simulator stops quietly (exit 0).
+    ``allowed_origins`` adds origins (``scheme://host[:port]``) a public, keyless session
+    request may come from, such as a web app's dev server, to the built-in ones.
     """
     from fishtalk.sim.fish.scenario import load_scenario
 
@@ -118,7 +133,7 @@ def serve(
     stream = out if out is not None else sys.stdout
     # A second Ctrl-C while stopping lands here as KeyboardInterrupt: still a clean exit.
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(host, port, chosen, label, stream))
+        asyncio.run(_serve(host, port, chosen, label, stream, allowed_origins))
     return EXIT_OK
 
 

@@ -207,3 +207,26 @@ def test_closed_stdout_before_the_banner_ends_quietly() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def test_allow_origin_lets_a_web_app_create_a_public_session() -> None:
+    """A browser app on its own dev server (another origin) creates a keyless session once
+    ``--allow-origin`` names that origin; any other origin is still refused."""
+    proc = _start("--port", "0", "--allow-origin", "http://localhost:5173")
+    try:
+        lines = _read_banner(proc)
+        assert any("http://localhost:5173" in line for line in lines)
+        api_url = next(line for line in lines if "API URL:" in line).split("API URL:")[1]
+        url = f"{api_url.strip()}/v1/agent/sessions"
+        body = {"agent_id": "err-409"}  # answered after the origin check: no agent joins
+        allowed = httpx.post(
+            url, json=body, headers={"Origin": "http://localhost:5173"}, timeout=10.0
+        )
+        assert allowed.status_code == 409
+        assert allowed.headers["Access-Control-Allow-Origin"] == "http://localhost:5173"
+        other = httpx.post(url, json=body, headers={"Origin": "http://evil.test"}, timeout=10.0)
+        assert other.status_code == 403
+        assert "Origin not allowed" in other.text
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
