@@ -5,6 +5,7 @@ that never falls quiet is finalised at the agent's maximum utterance length."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 
 import pytest
@@ -57,7 +58,11 @@ async def test_a_continuous_tone_is_activity_and_is_endpointed(
             within=20.0,
         )
         assert not playing.done(), "segments must be finalised while the sound goes on"
-        assert all(s.text.startswith("(heard 2.0 s of sound") for s in finals[:1]), finals
+        # The first segment was cut at the longest length (2 s); what the agent analysed of
+        # it may miss a frame or two that arrived late under load, never more than that.
+        heard = re.match(r"\(heard (\d+\.\d) s of sound", finals[0].text)
+        assert heard is not None, finals
+        assert 1.8 <= float(heard.group(1)) <= 2.1, finals
         await playing
     finally:
         playing.cancel()
