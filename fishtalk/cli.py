@@ -398,6 +398,43 @@ NoAudioOption = Annotated[
 ]
 
 
+NoJournalOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-journal",
+        help="Write no journal for this session (by default every session leaves one in the "
+        "state directory; see `fishtalk sessions`).",
+    ),
+]
+JournalOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--journal",
+        metavar="PATH",
+        dir_okay=False,
+        help="Write this session's journal to PATH (JSON Lines, mode 0600) instead.",
+    ),
+]
+EventsOption = Annotated[
+    bool,
+    typer.Option(
+        "--events",
+        help="Line mode: print every journal record to stdout as JSON Lines (for jq); the "
+        "conversation's lines go to stderr.",
+    ),
+]
+
+
+def _journal_choice(no_journal: bool, journal: Path | None, events: bool) -> Any:
+    from fishtalk.launch import JournalChoice
+
+    return JournalChoice(
+        enabled=not no_journal,
+        path=journal,
+        events=sys.stdout if events else None,
+    )
+
+
 def _audio_overrides(
     input_device: str | None, output_device: str | None, no_audio: bool
 ) -> dict[str, Any]:
@@ -432,6 +469,9 @@ def demo(
     input_device: InputDeviceOption = None,
     output_device: OutputDeviceOption = None,
     no_audio: NoAudioOption = False,
+    no_journal: NoJournalOption = False,
+    journal: JournalOption = None,
+    events: EventsOption = False,
 ) -> None:
     """Talk to a simulated agent running on this machine (no account needed)."""
     from fishtalk.audio.preflight import check_named_devices
@@ -446,7 +486,8 @@ def demo(
     from fishtalk.native import exit_process
 
     # Leave without finalization, as chat does: the SDK's native threads outlive the call.
-    exit_process(run_demo(load_with_audio, scenario=scenario))
+    choice = _journal_choice(no_journal, journal, events)
+    exit_process(run_demo(load_with_audio, scenario=scenario, journal=choice))
 
 
 @app.command(
@@ -486,6 +527,9 @@ def chat(
         bool,
         typer.Option("--plain", help="Line-oriented output (automatic when stdout is no TTY)."),
     ] = False,
+    no_journal: NoJournalOption = False,
+    journal: JournalOption = None,
+    events: EventsOption = False,
 ) -> None:
     """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
     settings = load(
@@ -509,7 +553,8 @@ def chat(
     from fishtalk.native import exit_process
 
     # Both front ends leave without finalization (see exit_process).
-    exit_process(run_chat(settings, debug=_state.debug))
+    choice = _journal_choice(no_journal, journal, events)
+    exit_process(run_chat(settings, debug=_state.debug, journal=choice))
 
 
 sim_app = typer.Typer(help="The offline stand-in for Fish: LiveKit server + simulated agent.")

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from fishtalk.audio.base import AudioBackend
     from fishtalk.config import Settings
     from fishtalk.host import HostLink
+    from fishtalk.journal.writer import JournalWriter
     from fishtalk.session import AudioFactory, EndResult, GrantSource, Session, Timeouts
     from fishtalk.sim import SimInfo, SimThread
     from fishtalk.sim.fish.scenario import Scenario
@@ -212,6 +213,54 @@ def build_session(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class JournalChoice:
+    """What the journal flags ask for: ``--no-journal`` (``enabled`` False), ``--journal
+    PATH`` (``path``), ``--events`` (``events``: every record also goes there as JSON Lines).
+    The config's ``[journal]`` table can turn it off and sets the retention."""
+
+    enabled: bool = True
+    path: Path | None = None
+    events: TextIO | None = None
+
+
+def attach_journal(
+    settings: Settings, session: Session, choice: JournalChoice | None, *, front_end: str
+) -> JournalWriter | None:
+    """Start the journal of ``session`` as the flags and settings ask; None when off.
+
+    A journal that cannot be opened is a notice in the conversation, never a failure.
+    """
+    from fishtalk import paths
+    from fishtalk.journal import SUFFIX
+    from fishtalk.journal.writer import JournalWriter, Retention, new_journal_id, prune
+
+    choice = choice or JournalChoice()
+    cfg = settings.journal
+    path = choice.path
+    directory: Path | None = None
+    if path is None and choice.enabled and cfg.enabled:
+        directory = paths.journal_dir()
+        path = directory / f"{new_journal_id()}{SUFFIX}"
+    if path is None and choice.events is None:
+        return None
+    try:
+        writer = JournalWriter(
+            path,
+            agent_id=settings.session.agent_id,
+            front_end=front_end,
+            levels=session.audio_levels,
+            echo=choice.events,
+        )
+    except OSError as exc:
+        session.notice(f"No journal for this call: {exc}")
+        return None
+    session.add_observer(writer.observe)
+    if directory is not None:
+        prune(directory, Retention(cfg.keep_sessions, int(cfg.keep_mb * 1024 * 1024)), keep=path)
+    return writer
+
+
 def exit_code(result: EndResult | None) -> int:
     """The process exit code for how a call ended (None: it never ended, a failure)."""
     if result is None:
@@ -244,6 +293,7 @@ def run_tui(
     grant: GrantSource | None = None,
     note: str | None = None,
     first_frame: threading.Event | None = None,
+    journal: JournalChoice | None = None,
 ) -> int:
     """Run one session in the full-screen TUI; return the process exit code.
 
@@ -262,15 +312,20 @@ def run_tui(
         raise ConfigError(f"[ui.keys]: {exc}") from None
     link = HostLink()
     session = build_session(settings, tools=tool_runner(settings, link), grant=grant)
+    writer = attach_journal(settings, session, journal, front_end="tui")
     if note:
         session.notice(note)
-    code = run_app(
-        session,
-        link=link,
-        title=title or (settings.session.agent_id or ""),
-        keymap=settings.ui.keys,
-        first_frame=first_frame,
-    )
+    try:
+        code = run_app(
+            session,
+            link=link,
+            title=title or (settings.session.agent_id or ""),
+            keymap=settings.ui.keys,
+            first_frame=first_frame,
+        )
+    finally:
+        if writer is not None:
+            writer.close()
     return code if code is not None else EXIT_CONNECTION
 
 
@@ -281,27 +336,40 @@ def run_plain(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     debug: bool = False,
+    journal: JournalChoice | None = None,
 ) -> int:
-    """Run one session in line mode; return the process exit code."""
+    """Run one session in line mode; return the process exit code.
+
+    With ``--events`` (``journal.events``) the conversation's lines go to stderr, so the
+    events stream alone is on stdout."""
     from fishtalk import plain
     from fishtalk.host import HostLink
 
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
+    if journal is not None and journal.events is not None:
+        stdout = stderr or sys.stderr
     link = HostLink()
     tools = tool_runner(settings, link, answers_from=stdin, question_to=stdout, host_builtins=False)
     session = build_session(settings, tools=tools)
-    result = plain.run_plain(
-        session, link=link, stdin=stdin, stdout=stdout, stderr=stderr, debug=debug
-    )
+    writer = attach_journal(settings, session, journal, front_end="plain")
+    try:
+        result = plain.run_plain(
+            session, link=link, stdin=stdin, stdout=stdout, stderr=stderr, debug=debug
+        )
+    finally:
+        if writer is not None:
+            writer.close()
     return EXIT_INTERRUPTED if result is None else exit_code(result)
 
 
-def run_chat(settings: Settings, *, debug: bool = False) -> int:
+def run_chat(
+    settings: Settings, *, debug: bool = False, journal: JournalChoice | None = None
+) -> int:
     """``fishtalk chat``: the TUI on a terminal, line mode otherwise; the exit code."""
-    if wants_tui(settings.ui.plain):
-        return run_tui(settings)
-    return run_plain(settings, debug=debug)
+    if wants_tui(settings.ui.plain) and (journal is None or journal.events is None):
+        return run_tui(settings, journal=journal)
+    return run_plain(settings, debug=debug, journal=journal)
 
 
 # --- the demo ---------------------------------------------------------------------------
@@ -426,7 +494,10 @@ class _DemoGrant:
 
 
 def run_demo(
-    load: Callable[[dict[str, object]], Settings], *, scenario: str | Path = DEMO_AGENT
+    load: Callable[[dict[str, object]], Settings],
+    *,
+    scenario: str | Path = DEMO_AGENT,
+    journal: JournalChoice | None = None,
 ) -> int:
     """Start the sim in-process with its demo scenario and open the TUI on it (line mode
     when stdin/stdout are not a terminal or ``ui.plain`` is set); the exit code.
@@ -447,20 +518,28 @@ def run_demo(
     try:
         # The API settings are the sim's, known once it runs; everything else is the user's.
         settings = demo_settings(load, "http://127.0.0.1", "sim")
-        if not wants_tui(settings.ui.plain):
+        events = journal is not None and journal.events is not None
+        if not wants_tui(settings.ui.plain) or events:
             # Piped or --plain in the config: the same tour in line mode, sim first.
             try:
                 info = sim.start()
             except SimStartError as exc:
                 sys.stderr.write(f"fishtalk: {exc}\n")
                 return EXIT_CONNECTION
-            return run_plain(demo_settings(load, info.api_url, info.dev_key))
+            return run_plain(demo_settings(load, info.api_url, info.dev_key), journal=journal)
         title = "demo (simulated agent)"
         if chosen.name != DEMO_AGENT:
             title = f"{chosen.name} (simulated agent)"
         drawn = threading.Event()
         grant = _DemoGrant(sim, settings, after=drawn)
-        return run_tui(settings, title=title, grant=grant, note=STARTING_SIM, first_frame=drawn)
+        return run_tui(
+            settings,
+            title=title,
+            grant=grant,
+            note=STARTING_SIM,
+            first_frame=drawn,
+            journal=journal,
+        )
     finally:
         sim.stop()
 
@@ -470,7 +549,9 @@ __all__ = [
     "DEMO_BUILTINS",
     "NO_WEBRTC_NETWORK",
     "STARTING_SIM",
+    "JournalChoice",
     "SimStartError",
+    "attach_journal",
     "audio_factory",
     "build_session",
     "demo_settings",
