@@ -124,15 +124,18 @@ class Recorder:
         self.mono0 = mono0
         self.wall0 = wall0
         self._state: conv.State | None = None
+        self._last = 0.0
 
     def stamp(self, at: float) -> dict[str, Any]:
-        """The time fields for an observation made at ``at`` (session clock)."""
-        t = max(0.0, at - self.mono0)
+        """The time fields for an observation made at ``at`` (session clock); never earlier
+        than the previous record's, so a journal's times only go forward."""
+        t = self._last = max(self._last, at - self.mono0)
         return {"t": round(t, 6), "wall": round(self.wall0 + t, 3)}
 
-    def records(self, item: observe.Observation) -> list[dict[str, Any]]:
-        """The records for one observation (none, one, or several)."""
-        at = self.stamp(item.at)
+    def records(self, item: observe.Observation, at_: float | None = None) -> list[dict[str, Any]]:
+        """The records for one observation (none, one, or several), observed at ``at_``
+        (default: the observation's own time)."""
+        at = self.stamp(item.at if at_ is None else at_)
         match item:
             case observe.Reduced(state=state):
                 previous, self._state = self._state, state

@@ -27,9 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from fishtalk import observe
 from fishtalk.journal import SUFFIX
 from fishtalk.journal.records import Recorder, dumps, header
+from fishtalk.observe import Observation
 
 _log = logging.getLogger(__name__)
 
@@ -156,10 +156,10 @@ class JournalWriter:
 
     # --- on the loop ------------------------------------------------------------------
 
-    def observe(self, item: observe.Observation) -> None:
+    def observe(self, item: Observation) -> None:
         """The session observer: enqueue, never block; a full queue counts a drop."""
         try:
-            self._queue.put_nowait(item)
+            self._queue.put_nowait((self._clock(), item))
         except queue.Full:
             self.dropped += 1
 
@@ -187,7 +187,7 @@ class JournalWriter:
                     item = None
                 if item is _STOP:
                     break
-                if item is not None:
+                if isinstance(item, tuple):
                     self._record(item)
                 now = self._clock()
                 if self._levels is not None and now - last_levels >= LEVELS_INTERVAL:
@@ -200,7 +200,7 @@ class JournalWriter:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if item is not _STOP:
+                if isinstance(item, tuple):
                     self._record(item)
             stamp = self._recorder.stamp(self._clock())
             self._write({"type": "closed", **stamp, "dropped": self.dropped})
@@ -212,9 +212,10 @@ class JournalWriter:
                 if self._file is not None:
                     self._file.close()
 
-    def _record(self, item: object) -> None:
+    def _record(self, entry: tuple[float, Observation]) -> None:
+        at, item = entry
         try:
-            records = self._recorder.records(item)  # type: ignore[arg-type]
+            records = self._recorder.records(item, at)
         except Exception:
             _log.exception("could not record %s", type(item).__name__)
             return
