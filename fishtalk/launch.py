@@ -225,9 +225,15 @@ class JournalChoice:
 
 
 def attach_journal(
-    settings: Settings, session: Session, choice: JournalChoice | None, *, front_end: str
+    settings: Settings,
+    session: Session,
+    choice: JournalChoice | None,
+    *,
+    front_end: str,
+    tools: ToolRunner | None = None,
 ) -> JournalWriter | None:
     """Start the journal of ``session`` as the flags and settings ask; None when off.
+    With ``tools`` (the session's runner) approval answers are journaled too.
 
     A journal that cannot be opened is a notice in the conversation, never a failure.
     """
@@ -256,6 +262,8 @@ def attach_journal(
         session.notice(f"No journal for this call: {exc}")
         return None
     session.add_observer(writer.observe)
+    if tools is not None and tools.approver is not None:
+        tools.approver = writer.recording_approver(tools.approver)
     if directory is not None:
         prune(directory, Retention(cfg.keep_sessions, int(cfg.keep_mb * 1024 * 1024)), keep=path)
     return writer
@@ -311,8 +319,9 @@ def run_tui(
     except ValueError as exc:
         raise ConfigError(f"[ui.keys]: {exc}") from None
     link = HostLink()
-    session = build_session(settings, tools=tool_runner(settings, link), grant=grant)
-    writer = attach_journal(settings, session, journal, front_end="tui")
+    tools = tool_runner(settings, link)
+    session = build_session(settings, tools=tools, grant=grant)
+    writer = attach_journal(settings, session, journal, front_end="tui", tools=tools)
     if note:
         session.notice(note)
     try:
@@ -352,7 +361,7 @@ def run_plain(
     link = HostLink()
     tools = tool_runner(settings, link, answers_from=stdin, question_to=stdout, host_builtins=False)
     session = build_session(settings, tools=tools)
-    writer = attach_journal(settings, session, journal, front_end="plain")
+    writer = attach_journal(settings, session, journal, front_end="plain", tools=tools)
     try:
         result = plain.run_plain(
             session, link=link, stdin=stdin, stdout=stdout, stderr=stderr, debug=debug

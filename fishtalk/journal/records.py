@@ -13,7 +13,9 @@ observation it takes off its queue. The record ``type`` values:
                        ``attributes_changed``, ``reconnecting``, ``malformed_packet``...)
 ``change``             a typed state event of :func:`fishtalk.conversation.changes`
                        (``kind`` and the fields of its ``to_dict()``)
-``tool_run``           a client tool ran: params, status, result or error, duration
+``tool_run``           a client tool ran: params, status, result or error, duration, and
+                       ``approval`` (``approved``/``declined``; null when nobody was asked)
+``approval``           a person answered a tool's approval question
 ``grant``              the grant's public facts (session id, host, expiry; never the token)
 ``levels``             microphone and agent audio levels (about 2 Hz while they move)
 ``end``                how the session ended
@@ -125,6 +127,15 @@ class Recorder:
         self.wall0 = wall0
         self._state: conv.State | None = None
         self._last = 0.0
+        self._approvals: dict[str, str] = {}
+
+    def note(self, record: Mapping[str, Any], at: float) -> dict[str, Any]:
+        """A ready-made record, stamped; an ``approval`` is remembered for its tool run."""
+        if record.get("type") == "approval":
+            self._approvals[str(record.get("call_id"))] = str(record.get("answer"))
+        out = {"type": record.get("type"), **self.stamp(at)}
+        out.update(record)
+        return out
 
     def stamp(self, at: float) -> dict[str, Any]:
         """The time fields for an observation made at ``at`` (session clock); never earlier
@@ -179,7 +190,7 @@ class Recorder:
                         "result": _plain(outcome.result) if outcome.ok else None,
                         "error": outcome.error,
                         "duration": round(outcome.duration, 6),
-                        "approval": "declined" if outcome.status == "declined" else None,
+                        "approval": self._approvals.pop(item.call_id, None),
                     }
                 ]
             case observe.GrantReceived():

@@ -25,11 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from fishtalk.journal import SUFFIX
 from fishtalk.journal.records import Recorder, dumps, header
 from fishtalk.observe import Observation
+
+if TYPE_CHECKING:
+    from fishtalk.tools.registry import ApprovalRequest, Approver
 
 _log = logging.getLogger(__name__)
 
@@ -163,6 +166,35 @@ class JournalWriter:
         except queue.Full:
             self.dropped += 1
 
+    def recording_approver(self, inner: Approver) -> Approver:
+        """``inner``, with each answer recorded (an ``approval`` record; the tool run's
+        ``approval`` field says ``approved`` or ``declined``)."""
+
+        async def approve(request: ApprovalRequest) -> bool:
+            answer = False
+            try:
+                answer = await inner(request)
+            finally:
+                self.note(
+                    {
+                        "type": "approval",
+                        "call_id": request.call_id,
+                        "tool_name": request.tool_name,
+                        "summary": request.summary,
+                        "answer": "approved" if answer else "declined",
+                    }
+                )
+            return answer
+
+        return approve
+
+    def note(self, record: dict[str, Any]) -> None:
+        """Write a ready-made record (its ``type`` set; ``t``/``wall`` are added)."""
+        try:
+            self._queue.put_nowait((self._clock(), record))
+        except queue.Full:
+            self.dropped += 1
+
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Write what is queued, a ``closed`` record, and close the file; safe twice."""
         if self._closed:
@@ -212,8 +244,11 @@ class JournalWriter:
                 if self._file is not None:
                     self._file.close()
 
-    def _record(self, entry: tuple[float, Observation]) -> None:
+    def _record(self, entry: tuple[float, Observation | dict[str, Any]]) -> None:
         at, item = entry
+        if isinstance(item, dict):
+            self._write(self._recorder.note(item, at))
+            return
         try:
             records = self._recorder.records(item, at)
         except Exception:
