@@ -213,3 +213,36 @@ async def test_events_prints_every_record_on_stdout(sim: SimHandle, tmp_path: Pa
     assert "you> hello journal" in err  # the conversation went to stderr
     (path,) = journal_dir(tmp_path).glob("*.jsonl")
     assert records(path) == lines  # the same records as the file
+
+
+async def test_the_demo_writes_a_journal_too(tmp_path: Path) -> None:
+    env = dict(os.environ)
+    env.pop("FISH_API_KEY", None)
+    env["FISHTALK_CONFIG"] = str(tmp_path / "absent.toml")
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "fishtalk",
+        "demo",
+        "--scenario",
+        "converse",
+        "--no-audio",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(b"hello demo\n"), 90)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        pytest.fail("fishtalk demo did not exit in time")
+    assert proc.returncode == 0, err.decode() + out.decode()
+    (path,) = journal_dir(tmp_path).glob("*.jsonl")
+    recs = records(path)
+    assert recs[0]["agent_id"] == "demo"  # the demo agent plays the chosen scenario
+    assert recs[0]["front_end"] == "plain"
+    assert any(r.get("kind") == "send_text" and r.get("text") == "hello demo" for r in recs)
+    assert any(r["type"] == "end" for r in recs)
