@@ -69,6 +69,7 @@ ERROR_PHRASES: dict[str, str] = {
     "UnsupportedTransportError": "unsupported transport",
     "SessionExpiredError": "session expired",
     "SimStartError": "could not be established",
+    "JournalError": "damaged journal",
 }
 
 
