@@ -246,3 +246,81 @@ async def test_the_demo_writes_a_journal_too(tmp_path: Path) -> None:
     assert recs[0]["front_end"] == "plain"
     assert any(r.get("kind") == "send_text" and r.get("text") == "hello demo" for r in recs)
     assert any(r["type"] == "end" for r in recs)
+
+
+CHANGED = parse_scenario(
+    """
+    name = "changed"
+    then = "end"
+    [agent]
+    greeting = ""
+    voice = "tones"
+    [[steps]]
+    do = "say"
+    text = "Hello from the journal test."
+    audio = false
+    [[steps]]
+    do = "tool"
+    name = "lookup_weather"
+    input = { city = "Porto" }
+    output = { forecast = "rain" }
+    duration = 0.1
+    [[steps]]
+    do = "wait_for"
+    event = "user.message"
+    timeout = 10.0
+    [[steps]]
+    do = "end"
+    """,
+    name="changed",
+)
+
+
+async def test_two_runs_export_in_every_format_and_diff(tmp_path: Path) -> None:
+    from fishtalk.journal.compare import diff
+    from fishtalk.journal.export import FORMATS, render
+    from fishtalk.journal.reader import read_journal, summarise
+
+    journals = []
+    async with run_sim(scenarios={"everything": EVERYTHING, "changed": CHANGED}) as sim:
+        for agent in ("everything", "changed"):
+            config = tmp_path / "config.toml"
+            config.write_text(CONFIG, encoding="utf-8")
+            target = tmp_path / f"{agent}.jsonl"
+            env = dict(os.environ)
+            env["FISH_API_KEY"] = sim.dev_key
+            env["FISHTALK_CONFIG"] = str(config)
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "fishtalk",
+                "chat",
+                "--agent",
+                agent,
+                "--api-url",
+                sim.api_url,
+                "--text-only",
+                "--plain",
+                "--journal",
+                str(target),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+            )
+            _out, err = await asyncio.wait_for(proc.communicate(b"hello journal\n"), 90)
+            assert proc.returncode == 0, err.decode()
+            journals.append(summarise(read_journal(target)))
+    first, second = journals
+    for fmt in FORMATS:
+        text = render(first, fmt)  # type: ignore[arg-type]
+        assert "hello journal" in text, fmt
+        assert "Hello from the journal test." in text, fmt
+    data = json.loads(render(first, "json"))
+    assert {t["name"] for t in data["tools"]} == {"lookup_weather", "get_local_context"}
+    result = diff(first, second)
+    assert result["same"] is False
+    changed_tools = [row for row in result["turns"] if "tools" in row["differences"]]
+    assert changed_tools, result
+    params = [t["params"] for t in changed_tools[0]["b"]["tools"]]
+    assert {"city": "Porto"} in params
