@@ -1,12 +1,12 @@
 """Writing a journal without ever blocking the session's event loop.
 
 :class:`JournalWriter` is a session observer (``session.add_observer(writer.observe)``):
-on the loop it only puts the observation on a bounded queue (a full queue drops it and
-counts the drop). A daemon thread turns observations into records
-(:class:`~fishtalk.journal.records.Recorder`), writes one JSON line each and flushes
-whenever the queue runs dry (so at most a burst is lost if the process dies), polls the
-audio levels about twice a second, and writes a ``closed`` record (with the drop count) on
-:meth:`JournalWriter.close`.
+on the loop it only appends the observation to a bounded deque (no lock, no wake-up; a
+full deque drops it and counts the drop). A daemon thread, every :data:`FLUSH_INTERVAL`,
+takes what is queued, turns it into records
+(:class:`~fishtalk.journal.records.Recorder`), writes one JSON line each and flushes (so
+at most one round is lost if the process dies), polls the audio levels about twice a
+second, and writes a ``closed`` record (with the drop count) on :meth:`JournalWriter.close`.
 
 Files are created with mode 0600. :func:`prune` keeps a journal directory within its
 retention (the newest N files and M megabytes).
@@ -17,10 +17,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,6 +38,10 @@ _log = logging.getLogger(__name__)
 
 QUEUE_SIZE: Final = 20_000
 """Observations that may wait for the writer thread before new ones are dropped."""
+FLUSH_INTERVAL: Final = 0.05
+"""Seconds between the writer thread's rounds: it takes everything queued, writes it and
+flushes. Working in rounds rather than per record keeps it off the loop's critical path
+(one wake-up per round, not a lock and a wake-up per observation)."""
 LEVELS_INTERVAL: Final = 0.5
 """Seconds between audio-level records (2 Hz)."""
 CLOSE_TIMEOUT: Final = 5.0
@@ -45,8 +49,6 @@ CLOSE_TIMEOUT: Final = 5.0
 
 LevelsFn = Callable[[], Any]
 """Returns an object with ``mic_rms``, ``mic_peak``, ``agent_rms``, ``agent_peak``."""
-
-_STOP: Final = object()
 
 
 def new_journal_id(now: datetime | None = None) -> str:
@@ -134,7 +136,9 @@ class JournalWriter:
         self.written = 0
         self._echo = echo
         self._levels = levels
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=queue_size)
+        self._items: deque[tuple[float, Observation | dict[str, Any]]] = deque()
+        self._max = queue_size
+        self._stop = threading.Event()
         mono0, wall0 = clock(), wall()
         self._recorder = Recorder(mono0, wall0)
         self._clock = clock
@@ -161,10 +165,10 @@ class JournalWriter:
 
     def observe(self, item: Observation) -> None:
         """The session observer: enqueue, never block; a full queue counts a drop."""
-        try:
-            self._queue.put_nowait((self._clock(), item))
-        except queue.Full:
+        if len(self._items) >= self._max:
             self.dropped += 1
+        else:
+            self._items.append((self._clock(), item))
 
     def recording_approver(self, inner: Approver) -> Approver:
         """``inner``, with each answer recorded (an ``approval`` record; the tool run's
@@ -190,20 +194,17 @@ class JournalWriter:
 
     def note(self, record: dict[str, Any]) -> None:
         """Write a ready-made record (its ``type`` set; ``t``/``wall`` are added)."""
-        try:
-            self._queue.put_nowait((self._clock(), record))
-        except queue.Full:
+        if len(self._items) >= self._max:
             self.dropped += 1
+        else:
+            self._items.append((self._clock(), record))
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Write what is queued, a ``closed`` record, and close the file; safe twice."""
         if self._closed:
             return
         self._closed = True
-        try:
-            self._queue.put(_STOP, timeout=timeout)
-        except queue.Full:
-            _log.warning("journal queue stayed full; closing without the rest")
+        self._stop.set()
         self._thread.join(timeout)
 
     # --- on the writer thread ---------------------------------------------------------
@@ -213,27 +214,16 @@ class JournalWriter:
         levels_moving = True
         try:
             while True:
-                try:
-                    item = self._queue.get(timeout=LEVELS_INTERVAL)
-                except queue.Empty:
-                    item = None
-                if item is _STOP:
-                    break
-                if isinstance(item, tuple):
-                    self._record(item)
+                stopping = self._stop.wait(FLUSH_INTERVAL)
+                self._drain()
                 now = self._clock()
                 if self._levels is not None and now - last_levels >= LEVELS_INTERVAL:
                     last_levels = now
                     levels_moving = self._record_levels(now, levels_moving)
-                if self._queue.empty():
-                    self._flush()
-            while True:  # anything put after the stop marker (the end may race close())
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
+                self._flush()
+                if stopping:
                     break
-                if isinstance(item, tuple):
-                    self._record(item)
+            self._drain()
             stamp = self._recorder.stamp(self._clock())
             self._write({"type": "closed", **stamp, "dropped": self.dropped})
         except Exception:
@@ -243,6 +233,11 @@ class JournalWriter:
                 self._flush()
                 if self._file is not None:
                     self._file.close()
+
+    def _drain(self) -> None:
+        items = self._items
+        while items:
+            self._record(items.popleft())
 
     def _record(self, entry: tuple[float, Observation | dict[str, Any]]) -> None:
         at, item = entry
@@ -301,6 +296,7 @@ class JournalWriter:
 
 __all__ = [
     "CLOSE_TIMEOUT",
+    "FLUSH_INTERVAL",
     "LEVELS_INTERVAL",
     "QUEUE_SIZE",
     "JournalWriter",
