@@ -707,6 +707,35 @@ def diff(
         raise typer.Exit(EXIT_ERROR)
 
 
+@app.command("replay", short_help="Play a past session back in line mode, with its timing.")
+def replay(
+    ref: Annotated[str, typer.Argument(metavar="ID|FILE", help="Journal id, session id or file.")],
+    speed: Annotated[
+        float,
+        typer.Option(
+            "--speed",
+            metavar="N",
+            min=0,
+            help="Play N times as fast (0: print everything at once).",
+        ),
+    ] = 1.0,
+) -> None:
+    """Play a past session back as line mode showed it, with its original timing: no
+    network, no audio. A damaged journal plays up to the damage, then one line (exit 2)."""
+    from fishtalk.journal.reader import find_journal, read_journal
+    from fishtalk.journal.replay import play_plain
+    from fishtalk.text import strip
+
+    journal = read_journal(find_journal(ref, _journal_dir()))
+    state = play_plain(journal, sys.stdout, speed=speed)
+    ends = [r for r in journal.records if r.get("type") == "end"]
+    if ends:
+        typer.echo(f"* {strip(str(ends[-1].get('message') or ends[-1].get('reason')))}")
+    elif not state.ended:
+        typer.echo("* (the journal ends here: the session did not finish)")
+    _damaged(journal.damage)
+
+
 # <<< commands added by other helpers end here
 
 

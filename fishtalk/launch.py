@@ -255,6 +255,7 @@ def attach_journal(
             path,
             agent_id=settings.session.agent_id,
             front_end=front_end,
+            spoken=not settings.session.text_only,
             levels=session.audio_levels,
             echo=choice.events,
         )

@@ -68,8 +68,8 @@ def _plain(value: object) -> Any:
 
 
 def input_kind(inp: object) -> str:
-    """The snake_case ``kind`` of a reducer input's record."""
-    cls = type(inp)
+    """The snake_case ``kind`` of a reducer input's record (an input or its class)."""
+    cls = inp if isinstance(inp, type) else type(inp)
     return _INPUT_KINDS.get(cls) or _CAMEL.sub("_", cls.__name__).lower()
 
 
@@ -96,6 +96,7 @@ def header(
     started_at: str,
     wall: float,
     front_end: str | None = None,
+    spoken: bool | None = None,
 ) -> dict[str, Any]:
     """The first record of a journal."""
     return {
@@ -112,6 +113,7 @@ def header(
         "t": 0.0,
         "wall": round(wall, 3),
         "front_end": front_end,
+        "spoken": spoken,
     }
 
 

@@ -121,6 +121,7 @@ class JournalWriter:
         agent_id: str | None,
         journal_id: str | None = None,
         front_end: str | None = None,
+        spoken: bool | None = None,
         levels: LevelsFn | None = None,
         echo: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -154,6 +155,7 @@ class JournalWriter:
                 started_at=started.isoformat(timespec="milliseconds"),
                 wall=wall0,
                 front_end=front_end,
+                spoken=spoken,
             )
         )
         self._flush()

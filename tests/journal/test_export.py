@@ -215,3 +215,40 @@ def test_exports_never_carry_terminal_escapes(tmp_path: Path) -> None:
         out = render(summary, fmt)  # type: ignore[arg-type]
         assert "\x1b" not in out, fmt
         assert "\u202e" not in out, fmt
+
+
+def test_replay_prints_the_session_as_line_mode_did(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "replay", str(FIXTURE), "--speed", "0")
+    assert code == 0, err
+    assert out == (GOLDEN / "everything.replay.txt").read_text(encoding="utf-8")
+    assert "you> hello journal" in out
+    assert "[tool] lookup_weather (webhook) completed in 0.1 s" in out
+    assert out.splitlines()[-1] == "* You hung up."
+
+
+def test_replay_keeps_the_original_timing_scaled_by_speed() -> None:
+    import io
+
+    from fishtalk.journal.replay import play_plain, states
+
+    journal = read_journal(FIXTURE)
+    times = [t for t, _ in states(journal)]
+    waits: list[float] = []
+    play_plain(journal, io.StringIO(), speed=2.0, sleep=waits.append)
+    assert sum(waits) == pytest.approx((times[-1] - times[0]) / 2)
+    waits.clear()
+    play_plain(journal, io.StringIO(), speed=0, sleep=waits.append)
+    assert waits == []
+
+
+def test_replay_of_a_damaged_journal_plays_up_to_the_damage(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = FIXTURE.read_text(encoding="utf-8")
+    cut = _damaged(tmp_path, "cut.jsonl", text[: len(text) // 2])
+    code, out, err = run(capsys, "replay", str(cut), "--speed", "0")
+    assert code == 2
+    assert "you> hello journal" in out
+    assert "the session did not finish" in out
+    assert err.count("\n") == 1
+    assert "Traceback" not in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import stat
@@ -181,6 +182,14 @@ async def test_a_session_writes_a_complete_private_journal(sim: SimHandle, tmp_p
     assert all(isinstance(r["attributes"], dict) for r in stream)
     (end,) = [r for r in recs if r["type"] == "end"]
     assert end["reason"] in ("agent_hangup", "user_hangup")  # EOF hangs up once answered
+
+    # Played back, the journal prints what line mode printed live.
+    from fishtalk.journal.reader import read_journal
+    from fishtalk.journal.replay import play_plain
+
+    replayed = io.StringIO()
+    play_plain(read_journal(path), replayed, speed=0)
+    assert replayed.getvalue() + f"* {end['message']}\n" == out
 
     # Secrets: neither the API key nor the LiveKit token is anywhere in the file.
     text = path.read_text(encoding="utf-8")
