@@ -719,14 +719,27 @@ def replay(
             help="Play N times as fast (0: print everything at once).",
         ),
     ] = 1.0,
+    plain: Annotated[
+        bool,
+        typer.Option("--plain", help="Line mode even on a terminal (automatic when piped)."),
+    ] = False,
 ) -> None:
-    """Play a past session back as line mode showed it, with its original timing: no
-    network, no audio. A damaged journal plays up to the damage, then one line (exit 2)."""
+    """Play a past session back with its original timing, read-only: no network, no audio.
+    The TUI on a terminal (Ctrl+X stops), line mode otherwise. A damaged journal plays up
+    to the damage, then one line (exit 2)."""
     from fishtalk.journal.reader import find_journal, read_journal
     from fishtalk.journal.replay import play_plain
+    from fishtalk.launch import wants_tui
     from fishtalk.text import strip
 
     journal = read_journal(find_journal(ref, _journal_dir()))
+    if wants_tui(plain):
+        from fishtalk.journal.replay_session import ReplaySession
+        from fishtalk.tui.run import run_app
+
+        run_app(ReplaySession(journal, speed=speed), title=f"replay {journal.journal_id}")
+        _damaged(journal.damage)
+        return
     state = play_plain(journal, sys.stdout, speed=speed)
     ends = [r for r in journal.records if r.get("type") == "end"]
     if ends:
