@@ -425,13 +425,26 @@ EventsOption = Annotated[
 ]
 
 
-def _journal_choice(no_journal: bool, journal: Path | None, events: bool) -> Any:
+RecordAudioOption = Annotated[
+    bool,
+    typer.Option(
+        "--record-audio",
+        help="Also record the call as one stereo WAV file (microphone left, agent right) "
+        "beside the journal, on the journal's clock.",
+    ),
+]
+
+
+def _journal_choice(
+    no_journal: bool, journal: Path | None, events: bool, record_audio: bool
+) -> Any:
     from fishtalk.launch import JournalChoice
 
     return JournalChoice(
         enabled=not no_journal,
         path=journal,
         events=sys.stdout if events else None,
+        record_audio=record_audio,
     )
 
 
@@ -472,6 +485,7 @@ def demo(
     no_journal: NoJournalOption = False,
     journal: JournalOption = None,
     events: EventsOption = False,
+    record_audio: RecordAudioOption = False,
 ) -> None:
     """Talk to a simulated agent running on this machine (no account needed)."""
     from fishtalk.audio.preflight import check_named_devices
@@ -486,7 +500,7 @@ def demo(
     from fishtalk.native import exit_process
 
     # Leave without finalization, as chat does: the SDK's native threads outlive the call.
-    choice = _journal_choice(no_journal, journal, events)
+    choice = _journal_choice(no_journal, journal, events, record_audio)
     exit_process(run_demo(load_with_audio, scenario=scenario, journal=choice))
 
 
@@ -530,6 +544,7 @@ def chat(
     no_journal: NoJournalOption = False,
     journal: JournalOption = None,
     events: EventsOption = False,
+    record_audio: RecordAudioOption = False,
 ) -> None:
     """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
     settings = load(
@@ -553,7 +568,7 @@ def chat(
     from fishtalk.native import exit_process
 
     # Both front ends leave without finalization (see exit_process).
-    choice = _journal_choice(no_journal, journal, events)
+    choice = _journal_choice(no_journal, journal, events, record_audio)
     exit_process(run_chat(settings, debug=_state.debug, journal=choice))
 
 

@@ -222,6 +222,8 @@ class JournalChoice:
     enabled: bool = True
     path: Path | None = None
     events: TextIO | None = None
+    record_audio: bool = False
+    """``--record-audio``: also a stereo WAV (mic left, agent right) beside the journal."""
 
 
 def attach_journal(
@@ -231,23 +233,58 @@ def attach_journal(
     *,
     front_end: str,
     tools: ToolRunner | None = None,
-) -> JournalWriter | None:
-    """Start the journal of ``session`` as the flags and settings ask; None when off.
-    With ``tools`` (the session's runner) approval answers are journaled too.
+) -> contextlib.ExitStack:
+    """Start the journal (and audio recording) of ``session`` as the flags and settings
+    ask; close the returned stack once the session is over. With ``tools`` (the session's
+    runner) approval answers are journaled too.
 
     A journal that cannot be opened is a notice in the conversation, never a failure.
     """
     from fishtalk import paths
     from fishtalk.journal import SUFFIX
-    from fishtalk.journal.writer import JournalWriter, Retention, new_journal_id, prune
+    from fishtalk.journal.writer import Retention, new_journal_id, prune
 
+    stack = contextlib.ExitStack()
     choice = choice or JournalChoice()
     cfg = settings.journal
     path = choice.path
     directory: Path | None = None
+    stem = new_journal_id()
     if path is None and choice.enabled and cfg.enabled:
         directory = paths.journal_dir()
-        path = directory / f"{new_journal_id()}{SUFFIX}"
+        path = directory / f"{stem}{SUFFIX}"
+    if choice.record_audio:
+        from fishtalk.journal.audio import AudioRecorder
+
+        wav = path.with_suffix(".wav") if path is not None else paths.journal_dir() / f"{stem}.wav"
+        try:
+            recorder = AudioRecorder(wav)
+        except OSError as exc:
+            session.notice(f"No audio recording for this call: {exc}")
+        else:
+            session.add_observer(recorder.observe)
+            stack.callback(recorder.close)
+    writer = _journal_writer(settings, session, choice, path, front_end=front_end)
+    if writer is None:
+        return stack
+    stack.callback(writer.close)
+    if tools is not None and tools.approver is not None:
+        tools.approver = writer.recording_approver(tools.approver)
+    if directory is not None and path is not None:
+        prune(directory, Retention(cfg.keep_sessions, int(cfg.keep_mb * 1024 * 1024)), keep=path)
+    return stack
+
+
+def _journal_writer(
+    settings: Settings,
+    session: Session,
+    choice: JournalChoice,
+    path: Path | None,
+    *,
+    front_end: str,
+) -> JournalWriter | None:
+    from fishtalk.journal.writer import JournalWriter
+
     if path is None and choice.events is None:
         return None
     try:
@@ -263,10 +300,6 @@ def attach_journal(
         session.notice(f"No journal for this call: {exc}")
         return None
     session.add_observer(writer.observe)
-    if tools is not None and tools.approver is not None:
-        tools.approver = writer.recording_approver(tools.approver)
-    if directory is not None:
-        prune(directory, Retention(cfg.keep_sessions, int(cfg.keep_mb * 1024 * 1024)), keep=path)
     return writer
 
 
@@ -322,7 +355,7 @@ def run_tui(
     link = HostLink()
     tools = tool_runner(settings, link)
     session = build_session(settings, tools=tools, grant=grant)
-    writer = attach_journal(settings, session, journal, front_end="tui", tools=tools)
+    recording = attach_journal(settings, session, journal, front_end="tui", tools=tools)
     if note:
         session.notice(note)
     try:
@@ -334,8 +367,7 @@ def run_tui(
             first_frame=first_frame,
         )
     finally:
-        if writer is not None:
-            writer.close()
+        recording.close()
     return code if code is not None else EXIT_CONNECTION
 
 
@@ -362,14 +394,13 @@ def run_plain(
     link = HostLink()
     tools = tool_runner(settings, link, answers_from=stdin, question_to=stdout, host_builtins=False)
     session = build_session(settings, tools=tools)
-    writer = attach_journal(settings, session, journal, front_end="plain", tools=tools)
+    recording = attach_journal(settings, session, journal, front_end="plain", tools=tools)
     try:
         result = plain.run_plain(
             session, link=link, stdin=stdin, stdout=stdout, stderr=stderr, debug=debug
         )
     finally:
-        if writer is not None:
-            writer.close()
+        recording.close()
     return EXIT_INTERRUPTED if result is None else exit_code(result)
 
 

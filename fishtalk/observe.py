@@ -11,6 +11,8 @@ order things happened:
 - the attributes of transcript streams (:class:`StreamAttributes`);
 - every client-tool run with its full outcome (:class:`ToolRan`);
 - the grant's public facts (:class:`GrantReceived`: never the token);
+- call audio, frame by frame (:class:`AudioFrame`: the microphone as sent, the agent as
+  played);
 - how the session ended (:class:`SessionFinished`).
 
 Observers must be cheap (they run on the loop): hand the observation to a queue and do the
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from fishtalk import conversation as conv
 
@@ -94,6 +96,22 @@ class GrantReceived:
     at: float
 
 
+AudioChannel: TypeAlias = Literal["mic", "agent"]
+"""Which side of the call an audio frame is."""
+
+
+@dataclass(frozen=True, slots=True)
+class AudioFrame:
+    """One frame of call audio: ``mic`` as sent, or ``agent`` as handed to playback.
+    ``data``: 16-bit signed PCM samples (native byte order), interleaved channels."""
+
+    channel: AudioChannel
+    data: bytes
+    sample_rate: int
+    num_channels: int
+    at: float
+
+
 @dataclass(frozen=True, slots=True)
 class SessionFinished:
     """The session has torn down; ``result`` says how it ended."""
@@ -111,6 +129,7 @@ Observation: TypeAlias = (
     | StreamAttributes
     | ToolRan
     | GrantReceived
+    | AudioFrame
     | SessionFinished
 )
 """Everything an observer receives."""
@@ -120,6 +139,8 @@ Observer: TypeAlias = Callable[[Observation], None]
 
 
 __all__ = [
+    "AudioChannel",
+    "AudioFrame",
     "GrantReceived",
     "Observation",
     "Observer",

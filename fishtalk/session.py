@@ -737,6 +737,8 @@ class Session:
                 if self._hold_audio_until and self._clock() < self._hold_audio_until:
                     continue
                 audio.play(event.frame)
+                if self._observers:
+                    self._observe_frame("agent", event.frame)
         finally:
             await stream.aclose()
 
@@ -768,6 +770,19 @@ class Session:
     async def _pump_microphone(self, source: rtc.AudioSource, audio: AudioBackend) -> None:
         async for frame in audio.mic_frames():
             await source.capture_frame(frame)
+            if self._observers:
+                self._observe_frame("mic", frame)
+
+    def _observe_frame(self, channel: observe.AudioChannel, frame: rtc.AudioFrame) -> None:
+        self._observe(
+            observe.AudioFrame(
+                channel,
+                bytes(frame.data.cast("B")),
+                frame.sample_rate,
+                frame.num_channels,
+                self._clock(),
+            )
+        )
 
     # --- reducer plumbing --------------------------------------------------------------
 

@@ -29,13 +29,15 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from fishtalk.journal import SUFFIX
 from fishtalk.journal.records import Recorder, dumps, header
-from fishtalk.observe import Observation
+from fishtalk.observe import AudioFrame, Observation
 
 if TYPE_CHECKING:
     from fishtalk.tools.registry import ApprovalRequest, Approver
 
 _log = logging.getLogger(__name__)
 
+AUDIO_SUFFIX: Final = ".wav"
+"""A journal's ``--record-audio`` file: same name, this suffix (pruned with it)."""
 QUEUE_SIZE: Final = 20_000
 """Observations that may wait for the writer thread before new ones are dropped."""
 FLUSH_INTERVAL: Final = 0.05
@@ -82,7 +84,8 @@ def journal_files(directory: Path) -> list[Path]:
 
 
 def prune(directory: Path, retention: Retention, *, keep: Path | None = None) -> list[Path]:
-    """Delete the oldest journals beyond ``retention``; returns what was deleted. ``keep``
+    """Delete the oldest journals (and their recordings) beyond ``retention``; returns the
+    journals deleted. ``keep``
     (the journal being written) is never deleted."""
     files = journal_files(directory)
     kept: list[Path] = []
@@ -90,8 +93,9 @@ def prune(directory: Path, retention: Retention, *, keep: Path | None = None) ->
     removed: list[Path] = []
     full = False
     for path in reversed(files):
+        audio = path.with_suffix(AUDIO_SUFFIX)
         try:
-            size = path.stat().st_size
+            size = path.stat().st_size + (audio.stat().st_size if audio.exists() else 0)
         except OSError:
             continue
         full = full or len(kept) >= retention.keep_sessions or total + size > retention.keep_bytes
@@ -102,6 +106,8 @@ def prune(directory: Path, retention: Retention, *, keep: Path | None = None) ->
         with contextlib.suppress(OSError):
             path.unlink()
             removed.append(path)
+        with contextlib.suppress(OSError):
+            audio.unlink(missing_ok=True)
     return removed
 
 
@@ -166,7 +172,10 @@ class JournalWriter:
     # --- on the loop ------------------------------------------------------------------
 
     def observe(self, item: Observation) -> None:
-        """The session observer: enqueue, never block; a full queue counts a drop."""
+        """The session observer: enqueue, never block; a full queue counts a drop. Audio
+        frames are not journal records (see :mod:`fishtalk.journal.audio`)."""
+        if isinstance(item, AudioFrame):
+            return
         if len(self._items) >= self._max:
             self.dropped += 1
         else:
