@@ -22,6 +22,8 @@ from typing import Any, ClassVar, Final
 from fishtalk.errors import EXIT_USAGE, FishtalkError
 from fishtalk.journal import FORMAT, JOURNAL_VERSION, SUFFIX
 
+LATEST: Final = "latest"
+"""The reference that names the newest journal."""
 MAX_LINE_CHARS: Final = 8_000_000
 """A line longer than this is damage, not a record."""
 
@@ -118,14 +120,18 @@ def read_journal(path: Path) -> Journal:
 
 
 def find_journal(ref: str, directory: Path) -> Path:
-    """The journal ``ref`` names: a file path, a journal id (or a unique prefix of one) in
-    ``directory``, or a Fish session id; raises :class:`JournalError`."""
+    """The journal ``ref`` names: a file path, ``latest``, a journal id (or a unique prefix
+    of one) in ``directory``, or a Fish session id; raises :class:`JournalError`."""
     candidate = Path(ref).expanduser()
     if candidate.is_file():
         return candidate
     from fishtalk.journal.writer import journal_files
 
     files = journal_files(directory)
+    if ref == LATEST:
+        if not files:
+            raise JournalError(f"no journals yet in {directory}")
+        return files[-1]
     exact = [p for p in files if p.stem == ref]
     if exact:
         return exact[0]

@@ -75,7 +75,7 @@ def test_export_command_by_file_and_by_id(
     directory = tmp_path / "fishtalk" / "journal"
     directory.mkdir(parents=True)
     shutil.copy(FIXTURE, directory / "20261130-233702-abcdef.jsonl")
-    for ref in ("20261130-233702-abcdef", "20261130-2337", "sess_988ef7e715d57035"):
+    for ref in ("20261130-233702-abcdef", "20261130-2337", "sess_988ef7e715d57035", "latest"):
         code, out, err = run(capsys, "export", ref, "-f", "srt")
         assert code == 0, (ref, err)
         assert out == (GOLDEN / "everything.srt").read_text(encoding="utf-8")
