@@ -392,6 +392,9 @@ class Session:
         except asyncio.CancelledError:
             self.hangup()
             await asyncio.shield(self._shutdown())
+            cancelled = self.end_result()
+            if self._observers and cancelled is not None:
+                self._observe(observe.SessionFinished(result=cancelled, at=self._clock()))
             raise
         except Exception as exc:
             # A bug of ours must not leave the room joined or a traceback on the terminal.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import stat
 import subprocess
@@ -207,3 +208,28 @@ def test_prune_keeps_the_newest_sessions_and_bytes(tmp_path: Path) -> None:
     prune(tmp_path, Retention(keep_sessions=1, keep_bytes=1), keep=newest)
     assert journal_files(tmp_path) == [newest]
     assert (tmp_path / "notes.txt").exists()
+
+
+def test_a_cancelled_session_still_reports_its_end(tmp_path: Path) -> None:
+    """Cancelling run() (Ctrl-C in the TUI) hangs up; the journal still gets the end."""
+    from fishtalk.session import Session
+
+    seen: list[observe.Observation] = []
+
+    class Slow:
+        async def obtain(self) -> Any:
+            await asyncio.Event().wait()  # never answers: run() is cancelled meanwhile
+
+    async def main() -> None:
+        session = Session(Slow())
+        session.add_observer(seen.append)
+        task = asyncio.ensure_future(session.run())
+        await asyncio.sleep(0)  # run() is under way, waiting for the grant
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    ends = [o for o in seen if isinstance(o, observe.SessionFinished)]
+    assert len(ends) == 1
+    assert ends[0].result.reason == conv.END_USER_HANGUP
