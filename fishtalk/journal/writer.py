@@ -60,7 +60,7 @@ def new_journal_id(now: datetime | None = None) -> str:
 
 
 def _open_private(path: Path) -> TextIO:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new directory: private
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.chmod(path, 0o600)  # an existing file keeps its old mode through O_CREAT
     return os.fdopen(fd, "w", encoding="utf-8", newline="\n")
