@@ -57,6 +57,15 @@ ACTIONS: Final[tuple[ActionSpec, ...]] = (
     ActionSpec(
         "help", "help", "f1,question_mark", "Help", "Show the keys.", show=True, priority=False
     ),
+    ActionSpec(
+        "inspector",
+        "toggle_inspector",
+        "f12",
+        "Inspector",
+        "Show or hide the protocol inspector.",
+        show=False,
+        priority=False,
+    ),
     ActionSpec("quit", "quit", "ctrl+q", "Quit", "Hang up and exit at once."),
     # A priority binding, so Ctrl+C never reaches Textual's "press ^q to quit" hint (nor
     # the input's copy): in a call it means what it means in the line mode.

@@ -310,11 +310,12 @@ MetadataOption = Annotated[
         help="A JSON object stored with the session (session.metadata).",
     ),
 ]
-RecordAudioOption = Annotated[
+ServerRecordingOption = Annotated[
     bool | None,
     typer.Option(
-        "--record-audio/--no-record-audio",
-        help="Override the agent's recording setting (session.record_audio).",
+        "--server-recording/--no-server-recording",
+        help="Override whether Fish records the call's audio (session.record_audio); "
+        "--record-audio records it here instead.",
         show_default=False,
     ),
 ]
@@ -413,7 +414,7 @@ def session_create(
     end_user_id: EndUserOption = None,
     var: VarOption = None,
     metadata: MetadataOption = None,
-    record_audio: RecordAudioOption = None,
+    server_recording: ServerRecordingOption = None,
     world_context: WorldContextOption = None,
     tool_events: ToolEventsOption = None,
 ) -> None:
@@ -424,7 +425,7 @@ def session_create(
     """
     flags = SessionFlags(
         language, timezone, voice, first_message, first_message_prompt, system_prompt,
-        session_name, end_user_id, var, metadata, record_audio, world_context, tool_events,
+        session_name, end_user_id, var, metadata, server_recording, world_context, tool_events,
     )  # fmt: skip
     profile, agent_id = resolve_agent(name, agent)
     settings = load(
@@ -685,6 +686,56 @@ NoAudioOption = Annotated[
 ]
 
 
+NoJournalOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-journal",
+        help="Write no journal for this session (by default every session leaves one in the "
+        "state directory; see `fishtalk sessions`).",
+    ),
+]
+JournalOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--journal",
+        metavar="PATH",
+        dir_okay=False,
+        help="Write this session's journal to PATH (JSON Lines, mode 0600) instead.",
+    ),
+]
+EventsOption = Annotated[
+    bool,
+    typer.Option(
+        "--events",
+        help="Line mode: print every journal record to stdout as JSON Lines (for jq); the "
+        "conversation's lines go to stderr.",
+    ),
+]
+
+
+RecordAudioOption = Annotated[
+    bool,
+    typer.Option(
+        "--record-audio",
+        help="Also record the call as one stereo WAV file (microphone left, agent right) "
+        "beside the journal, on the journal's clock.",
+    ),
+]
+
+
+def _journal_choice(
+    no_journal: bool, journal: Path | None, events: bool, record_audio: bool
+) -> Any:
+    from fishtalk.launch import JournalChoice
+
+    return JournalChoice(
+        enabled=not no_journal,
+        path=journal,
+        events=sys.stdout if events else None,
+        record_audio=record_audio,
+    )
+
+
 def _audio_overrides(
     input_device: str | None, output_device: str | None, no_audio: bool
 ) -> dict[str, Any]:
@@ -720,6 +771,10 @@ def demo(
     input_device: InputDeviceOption = None,
     output_device: OutputDeviceOption = None,
     no_audio: NoAudioOption = False,
+    no_journal: NoJournalOption = False,
+    journal: JournalOption = None,
+    events: EventsOption = False,
+    record_audio: RecordAudioOption = False,
 ) -> None:
     """Talk to a simulated agent running on this machine (no account needed)."""
     from fishtalk.audio.preflight import check_named_devices
@@ -734,7 +789,8 @@ def demo(
     from fishtalk.native import exit_process
 
     # Leave without finalization, as chat does: the SDK's native threads outlive the call.
-    exit_process(run_demo(load_with_audio, scenario=scenario))
+    choice = _journal_choice(no_journal, journal, events, record_audio)
+    exit_process(run_demo(load_with_audio, scenario=scenario, journal=choice))
 
 
 @app.command(
@@ -785,14 +841,18 @@ def chat(
     end_user_id: EndUserOption = None,
     var: VarOption = None,
     metadata: MetadataOption = None,
-    record_audio: RecordAudioOption = None,
+    server_recording: ServerRecordingOption = None,
     world_context: WorldContextOption = None,
     tool_events: ToolEventsOption = None,
+    no_journal: NoJournalOption = False,
+    journal: JournalOption = None,
+    events: EventsOption = False,
+    record_audio: RecordAudioOption = False,
 ) -> None:
     """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
     flags = SessionFlags(
         language, timezone, voice, first_message, first_message_prompt, system_prompt,
-        session_name, end_user_id, var, metadata, record_audio, world_context, tool_events,
+        session_name, end_user_id, var, metadata, server_recording, world_context, tool_events,
     )  # fmt: skip
     profile, agent_id = resolve_agent(name, agent)
     settings = load(
@@ -818,7 +878,8 @@ def chat(
     from fishtalk.native import exit_process
 
     # Both front ends leave without finalization (see exit_process).
-    exit_process(run_chat(settings, debug=_state.debug))
+    choice = _journal_choice(no_journal, journal, events, record_audio)
+    exit_process(run_chat(settings, debug=_state.debug, journal=choice))
 
 
 sim_app = typer.Typer(help="The offline stand-in for Fish: LiveKit server + simulated agent.")
@@ -959,6 +1020,152 @@ def doctor(
             typer.echo(strip(f"      fix: {check.fix}"))
     if failed:
         raise typer.Exit(EXIT_ERROR)
+
+
+# --- journals -----------------------------------------------------------------------------
+
+
+def _journal_dir() -> Path:
+    from fishtalk import paths
+
+    return paths.journal_dir()
+
+
+def _damaged(message: str | None) -> None:
+    """A damaged journal was used up to the damage: say so on one line, exit 2."""
+    if message:
+        from fishtalk.text import strip
+
+        sys.stdout.flush()
+        typer.echo(f"fishtalk: {strip(message)}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+
+
+@app.command("sessions", short_help="List past sessions (their journals), newest first.")
+def sessions(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON Lines.")] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", metavar="N", min=1, help="Show at most N.")
+    ] = 20,
+) -> None:
+    """List past sessions from their journals, newest first: id, when, agent, duration,
+    turns, tools, errors and how each ended. Pass an id to `fishtalk export`."""
+    from fishtalk.journal.compare import format_sessions, list_sessions
+
+    directory = _journal_dir()
+    rows = list_sessions(directory)[:limit]
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row.to_dict(), ensure_ascii=False))
+        return
+    if not rows:
+        typer.echo(f"no sessions yet (journals are kept in {directory})")
+        return
+    typer.echo(format_sessions(rows), nl=False)
+
+
+@app.command("export", short_help="Print a past session as md, txt, json, srt or vtt.")
+def export(
+    ref: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID|FILE", help="A journal id from `fishtalk sessions`, a session id or a file."
+        ),
+    ],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="md|txt|json|srt|vtt",
+            help="Markdown, plain text, JSON (with tool calls and per-turn timings), or "
+            "SRT/WebVTT subtitles on the session clock.",
+        ),
+    ] = "md",
+) -> None:
+    """Print a past session's transcript with speaker labels and times.
+
+    A damaged journal is exported up to the damage, then one line says so (exit 2).
+    """
+    from fishtalk.journal.export import FORMATS, render
+    from fishtalk.journal.reader import find_journal, read_journal, summarise
+
+    if fmt not in FORMATS:
+        raise typer.BadParameter(f"must be one of {', '.join(FORMATS)}", param_hint="--format")
+    journal = read_journal(find_journal(ref, _journal_dir()))
+    typer.echo(render(summarise(journal), fmt), nl=False)
+    _damaged(journal.damage)
+
+
+@app.command("diff", short_help="Line up two sessions turn by turn and show what differs.")
+def diff(
+    a: Annotated[str, typer.Argument(metavar="A", help="Journal id, session id or file.")],
+    b: Annotated[str, typer.Argument(metavar="B", help="Journal id, session id or file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Compare two sessions turn by turn: transcript text, tools called (name and params)
+    and per-turn timings (answer latency, turn length; 0.5 s tolerance).
+
+    Exit codes: 0 the same, 1 different, 2 a journal is missing or damaged.
+    """
+    from fishtalk.journal.compare import diff as compare
+    from fishtalk.journal.compare import format_diff
+    from fishtalk.journal.reader import find_journal, read_journal, summarise
+    from fishtalk.text import json_escape
+
+    directory = _journal_dir()
+    first = read_journal(find_journal(a, directory))
+    second = read_journal(find_journal(b, directory))
+    result = compare(summarise(first), summarise(second))
+    if as_json:
+        typer.echo(json_escape(json.dumps(result, ensure_ascii=False, indent=2)))
+    else:
+        typer.echo(format_diff(result), nl=False)
+    _damaged(first.damage or second.damage)
+    if not result["same"]:
+        raise typer.Exit(EXIT_ERROR)
+
+
+@app.command("replay", short_help="Play a past session back in line mode, with its timing.")
+def replay(
+    ref: Annotated[str, typer.Argument(metavar="ID|FILE", help="Journal id, session id or file.")],
+    speed: Annotated[
+        float,
+        typer.Option(
+            "--speed",
+            metavar="N",
+            min=0,
+            help="Play N times as fast (0: print everything at once).",
+        ),
+    ] = 1.0,
+    plain: Annotated[
+        bool,
+        typer.Option("--plain", help="Line mode even on a terminal (automatic when piped)."),
+    ] = False,
+) -> None:
+    """Play a past session back with its original timing, read-only: no network, no audio.
+    The TUI on a terminal (Ctrl+X stops), line mode otherwise. A damaged journal plays up
+    to the damage, then one line (exit 2)."""
+    from fishtalk.journal.reader import find_journal, read_journal
+    from fishtalk.journal.replay import play_plain
+    from fishtalk.launch import wants_tui
+    from fishtalk.text import strip
+
+    journal = read_journal(find_journal(ref, _journal_dir()))
+    if wants_tui(plain):
+        from fishtalk.journal.replay_session import ReplaySession
+        from fishtalk.tui.run import run_app
+
+        run_app(ReplaySession(journal, speed=speed), title=f"replay {journal.journal_id}")
+        _damaged(journal.damage)
+        return
+    state = play_plain(journal, sys.stdout, speed=speed)
+    ends = [r for r in journal.records if r.get("type") == "end"]
+    if ends:
+        typer.echo(f"* {strip(str(ends[-1].get('message') or ends[-1].get('reason')))}")
+    elif not state.ended:
+        typer.echo("* (the journal ends here: the session did not finish)")
+    _damaged(journal.damage)
 
 
 # <<< commands added by other helpers end here

@@ -215,6 +215,17 @@ class UiSettings(_Section):
     when loading: an unknown action, or a key another action has, is a config error."""
 
 
+class JournalSettings(_Section):
+    """``[journal]``: the record every session leaves in the state directory."""
+
+    enabled: bool = True
+    """Write a journal for every chat and demo session (``--no-journal`` turns it off)."""
+    keep_sessions: int = Field(default=100, ge=1)
+    """Keep at most this many journals (the oldest are deleted when a session starts)."""
+    keep_mb: float = Field(default=200.0, gt=0)
+    """Keep at most this many megabytes of journals (the newest one is always kept)."""
+
+
 class ToolDecl(_Section):
     """``[tools.NAME]``: one client tool the agent may call on this machine."""
 
@@ -326,6 +337,7 @@ class Settings(_Section):
     session: SessionSettings = Field(default_factory=SessionSettings)
     audio: AudioSettings = Field(default_factory=AudioSettings)
     ui: UiSettings = Field(default_factory=UiSettings)
+    journal: JournalSettings = Field(default_factory=JournalSettings)
     tools: dict[str, ToolDecl] = Field(default_factory=dict)
     agents: dict[str, AgentProfile] = Field(default_factory=dict)
     """Agent profiles by name."""

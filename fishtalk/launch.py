@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from fishtalk.audio.base import AudioBackend
     from fishtalk.config import Settings
     from fishtalk.host import HostLink
+    from fishtalk.journal.writer import JournalWriter
     from fishtalk.session import AudioFactory, EndResult, GrantSource, Session, Timeouts
     from fishtalk.sim import SimInfo, SimThread
     from fishtalk.sim.fish.scenario import Scenario
@@ -221,6 +222,96 @@ def build_session(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class JournalChoice:
+    """What the journal flags ask for: ``--no-journal`` (``enabled`` False), ``--journal
+    PATH`` (``path``), ``--events`` (``events``: every record also goes there as JSON Lines).
+    The config's ``[journal]`` table can turn it off and sets the retention."""
+
+    enabled: bool = True
+    path: Path | None = None
+    events: TextIO | None = None
+    record_audio: bool = False
+    """``--record-audio``: also a stereo WAV (mic left, agent right) beside the journal."""
+
+
+def attach_journal(
+    settings: Settings,
+    session: Session,
+    choice: JournalChoice | None,
+    *,
+    front_end: str,
+    tools: ToolRunner | None = None,
+) -> contextlib.ExitStack:
+    """Start the journal (and audio recording) of ``session`` as the flags and settings
+    ask; close the returned stack once the session is over. With ``tools`` (the session's
+    runner) approval answers are journaled too.
+
+    A journal that cannot be opened is a notice in the conversation, never a failure.
+    """
+    from fishtalk import paths
+    from fishtalk.journal import SUFFIX
+    from fishtalk.journal.writer import Retention, new_journal_id, prune
+
+    stack = contextlib.ExitStack()
+    choice = choice or JournalChoice()
+    cfg = settings.journal
+    path = choice.path
+    directory: Path | None = None
+    stem = new_journal_id()
+    if path is None and choice.enabled and cfg.enabled:
+        directory = paths.journal_dir()
+        path = directory / f"{stem}{SUFFIX}"
+    if choice.record_audio:
+        from fishtalk.journal.audio import AudioRecorder
+
+        wav = path.with_suffix(".wav") if path is not None else paths.journal_dir() / f"{stem}.wav"
+        try:
+            recorder = AudioRecorder(wav)
+        except OSError as exc:
+            session.notice(f"No audio recording for this call: {exc}")
+        else:
+            session.add_observer(recorder.observe)
+            stack.callback(recorder.close)
+    writer = _journal_writer(settings, session, choice, path, front_end=front_end)
+    if writer is None:
+        return stack
+    stack.callback(writer.close)
+    if tools is not None and tools.approver is not None:
+        tools.approver = writer.recording_approver(tools.approver)
+    if directory is not None and path is not None:
+        prune(directory, Retention(cfg.keep_sessions, int(cfg.keep_mb * 1024 * 1024)), keep=path)
+    return stack
+
+
+def _journal_writer(
+    settings: Settings,
+    session: Session,
+    choice: JournalChoice,
+    path: Path | None,
+    *,
+    front_end: str,
+) -> JournalWriter | None:
+    from fishtalk.journal.writer import JournalWriter
+
+    if path is None and choice.events is None:
+        return None
+    try:
+        writer = JournalWriter(
+            path,
+            agent_id=settings.session.agent_id,
+            front_end=front_end,
+            spoken=not settings.session.text_only,
+            levels=session.audio_levels,
+            echo=choice.events,
+        )
+    except OSError as exc:
+        session.notice(f"No journal for this call: {exc}")
+        return None
+    session.add_observer(writer.observe)
+    return writer
+
+
 def exit_code(result: EndResult | None) -> int:
     """The process exit code for how a call ended (None: it never ended, a failure)."""
     if result is None:
@@ -253,6 +344,7 @@ def run_tui(
     grant: GrantSource | None = None,
     note: str | None = None,
     first_frame: threading.Event | None = None,
+    journal: JournalChoice | None = None,
 ) -> int:
     """Run one session in the full-screen TUI; return the process exit code.
 
@@ -270,16 +362,21 @@ def run_tui(
     except ValueError as exc:
         raise ConfigError(f"[ui.keys]: {exc}") from None
     link = HostLink()
-    session = build_session(settings, tools=tool_runner(settings, link), grant=grant)
+    tools = tool_runner(settings, link)
+    session = build_session(settings, tools=tools, grant=grant)
+    recording = attach_journal(settings, session, journal, front_end="tui", tools=tools)
     if note:
         session.notice(note)
-    code = run_app(
-        session,
-        link=link,
-        title=title or (settings.session.agent_id or ""),
-        keymap=settings.ui.keys,
-        first_frame=first_frame,
-    )
+    try:
+        code = run_app(
+            session,
+            link=link,
+            title=title or (settings.session.agent_id or ""),
+            keymap=settings.ui.keys,
+            first_frame=first_frame,
+        )
+    finally:
+        recording.close()
     return code if code is not None else EXIT_CONNECTION
 
 
@@ -290,27 +387,39 @@ def run_plain(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     debug: bool = False,
+    journal: JournalChoice | None = None,
 ) -> int:
-    """Run one session in line mode; return the process exit code."""
+    """Run one session in line mode; return the process exit code.
+
+    With ``--events`` (``journal.events``) the conversation's lines go to stderr, so the
+    events stream alone is on stdout."""
     from fishtalk import plain
     from fishtalk.host import HostLink
 
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
+    if journal is not None and journal.events is not None:
+        stdout = stderr or sys.stderr
     link = HostLink()
     tools = tool_runner(settings, link, answers_from=stdin, question_to=stdout, host_builtins=False)
     session = build_session(settings, tools=tools)
-    result = plain.run_plain(
-        session, link=link, stdin=stdin, stdout=stdout, stderr=stderr, debug=debug
-    )
+    recording = attach_journal(settings, session, journal, front_end="plain", tools=tools)
+    try:
+        result = plain.run_plain(
+            session, link=link, stdin=stdin, stdout=stdout, stderr=stderr, debug=debug
+        )
+    finally:
+        recording.close()
     return EXIT_INTERRUPTED if result is None else exit_code(result)
 
 
-def run_chat(settings: Settings, *, debug: bool = False) -> int:
+def run_chat(
+    settings: Settings, *, debug: bool = False, journal: JournalChoice | None = None
+) -> int:
     """``fishtalk chat``: the TUI on a terminal, line mode otherwise; the exit code."""
-    if wants_tui(settings.ui.plain):
-        return run_tui(settings)
-    return run_plain(settings, debug=debug)
+    if wants_tui(settings.ui.plain) and (journal is None or journal.events is None):
+        return run_tui(settings, journal=journal)
+    return run_plain(settings, debug=debug, journal=journal)
 
 
 # --- the demo ---------------------------------------------------------------------------
@@ -437,7 +546,10 @@ class _DemoGrant:
 
 
 def run_demo(
-    load: Callable[[dict[str, object]], Settings], *, scenario: str | Path = DEMO_AGENT
+    load: Callable[[dict[str, object]], Settings],
+    *,
+    scenario: str | Path = DEMO_AGENT,
+    journal: JournalChoice | None = None,
 ) -> int:
     """Start the sim in-process with its demo scenario and open the TUI on it (line mode
     when stdin/stdout are not a terminal or ``ui.plain`` is set); the exit code.
@@ -458,20 +570,28 @@ def run_demo(
     try:
         # The API settings are the sim's, known once it runs; everything else is the user's.
         settings = demo_settings(load, "http://127.0.0.1", "sim")
-        if not wants_tui(settings.ui.plain):
+        events = journal is not None and journal.events is not None
+        if not wants_tui(settings.ui.plain) or events:
             # Piped or --plain in the config: the same tour in line mode, sim first.
             try:
                 info = sim.start()
             except SimStartError as exc:
                 sys.stderr.write(f"fishtalk: {exc}\n")
                 return EXIT_CONNECTION
-            return run_plain(demo_settings(load, info.api_url, info.dev_key))
+            return run_plain(demo_settings(load, info.api_url, info.dev_key), journal=journal)
         title = "demo (simulated agent)"
         if chosen.name != DEMO_AGENT:
             title = f"{chosen.name} (simulated agent)"
         drawn = threading.Event()
         grant = _DemoGrant(sim, settings, after=drawn)
-        return run_tui(settings, title=title, grant=grant, note=STARTING_SIM, first_frame=drawn)
+        return run_tui(
+            settings,
+            title=title,
+            grant=grant,
+            note=STARTING_SIM,
+            first_frame=drawn,
+            journal=journal,
+        )
     finally:
         sim.stop()
 
@@ -481,7 +601,9 @@ __all__ = [
     "DEMO_BUILTINS",
     "NO_WEBRTC_NETWORK",
     "STARTING_SIM",
+    "JournalChoice",
     "SimStartError",
+    "attach_journal",
     "audio_factory",
     "build_session",
     "demo_settings",

@@ -45,3 +45,13 @@ def log_dir() -> Path:
 def transcript_dir() -> Path:
     """Directory for saved conversation transcripts."""
     return platformdirs.user_data_path(APP_NAME, appauthor=False) / "transcripts"
+
+
+def state_dir() -> Path:
+    """The user state directory, e.g. ``~/.local/state/fishtalk`` on Linux."""
+    return platformdirs.user_state_path(APP_NAME, appauthor=False)
+
+
+def journal_dir() -> Path:
+    """Directory for session journals (``<state_dir>/journal``)."""
+    return state_dir() / "journal"

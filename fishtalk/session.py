@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_check
 from urllib.parse import urlsplit
 
 from fishtalk import conversation as conv
-from fishtalk import errors
+from fishtalk import errors, observe
 from fishtalk.aio import TaskSet
 from fishtalk.audio.base import CHANNELS, SAMPLE_RATE, AudioBackend, AudioLevels, NullAudio
 from fishtalk.protocol import (
@@ -280,6 +280,7 @@ class Session:
         """The room connect, while in flight (never cancelled)."""
         self._settling: asyncio.Task[None] | None = None
         """Lets a connect still in flight at teardown finish, then disconnects."""
+        self._observers: list[observe.Observer] = []
 
     # --- what front ends use -----------------------------------------------------------
 
@@ -307,6 +308,25 @@ class Session:
                 self._listeners.remove(fn)
 
         return remove
+
+    def add_observer(self, fn: observe.Observer) -> Callable[[], None]:
+        """Call ``fn(observation)`` on the loop for everything the session sees and does
+        (inputs, states, raw packets, tool runs, the end: see :mod:`fishtalk.observe`);
+        returns a remover. ``fn`` must be cheap and must not feed the session."""
+        self._observers.append(fn)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._observers.remove(fn)
+
+        return remove
+
+    def _observe(self, item: observe.Observation) -> None:
+        for fn in self._observers:
+            try:
+                fn(item)
+            except Exception:
+                _log.exception("session observer failed")
 
     def send_text(self, text: str, audio: bool | None = None) -> None:
         """Send a typed turn (blank text is ignored). ``audio=None`` follows set_spoken()."""
@@ -382,6 +402,9 @@ class Session:
         except asyncio.CancelledError:
             self.hangup()
             await asyncio.shield(self._shutdown())
+            cancelled = self.end_result()
+            if self._observers and cancelled is not None:
+                self._observe(observe.SessionFinished(result=cancelled, at=self._clock()))
             raise
         except Exception as exc:
             # A bug of ours must not leave the room joined or a traceback on the terminal.
@@ -390,6 +413,8 @@ class Session:
         await self._shutdown()
         result = self.end_result()
         assert result is not None  # the state is ended once _ended is set
+        if self._observers:
+            self._observe(observe.SessionFinished(result=result, at=self._clock()))
         return result
 
     async def _until_ended(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -459,6 +484,17 @@ class Session:
         except errors.FishtalkError as exc:
             self._fail_before_connect(exc)
             return None
+        if self._observers:
+            self._observe(
+                observe.GrantReceived(
+                    session_id=grant.session_id,
+                    transport=grant.transport,
+                    livekit_host=urlsplit(grant.livekit_url).netloc or grant.livekit_url,
+                    expires_at=grant.expires_at,
+                    max_duration_seconds=grant.max_duration_seconds,
+                    at=self._clock(),
+                )
+            )
         if grant.is_expired():
             self._feed(
                 conv.ConnectFailed(
@@ -533,9 +569,12 @@ class Session:
         room.on("disconnected", self._on_disconnected)
 
     def _on_data(self, packet: rtc.DataPacket) -> None:
+        at = self._clock()
+        if self._observers:
+            sender = packet.participant.identity if packet.participant is not None else None
+            self._observe(observe.PacketIn(packet.topic, packet.data, sender, at))
         if packet.topic != TOPIC_AGENT_EVENT:
             return
-        at = self._clock()
         try:
             event = decode_agent_event(packet.data)
         except ProtocolError as exc:
@@ -557,6 +596,10 @@ class Session:
         attributes = dict(info.attributes or {})
         stream_id = info.stream_id
         segment_id = attributes.get(ATTR_SEGMENT_ID) or stream_id
+        if self._observers:
+            self._observe(
+                observe.StreamAttributes(stream_id, identity, attributes, False, self._clock())
+            )
         self._feed(
             conv.TranscriptStreamOpened(
                 stream_id=stream_id,
@@ -578,6 +621,10 @@ class Session:
         finally:
             reader.close()
         trailer = reader.info.attributes or {}
+        if self._observers and trailer:
+            self._observe(
+                observe.StreamAttributes(stream_id, identity, dict(trailer), True, self._clock())
+            )
         final = is_final(trailer) if ATTR_TRANSCRIPTION_FINAL in trailer else None
         self._feed(
             conv.TranscriptStreamClosed(
@@ -713,6 +760,8 @@ class Session:
                 if self._hold_audio_until and self._clock() < self._hold_audio_until:
                     continue
                 audio.play(event.frame)
+                if self._observers:
+                    self._observe_frame("agent", event.frame)
         finally:
             await stream.aclose()
 
@@ -744,6 +793,19 @@ class Session:
     async def _pump_microphone(self, source: rtc.AudioSource, audio: AudioBackend) -> None:
         async for frame in audio.mic_frames():
             await source.capture_frame(frame)
+            if self._observers:
+                self._observe_frame("mic", frame)
+
+    def _observe_frame(self, channel: observe.AudioChannel, frame: rtc.AudioFrame) -> None:
+        self._observe(
+            observe.AudioFrame(
+                channel,
+                bytes(frame.data.cast("B")),
+                frame.sample_rate,
+                frame.num_channels,
+                self._clock(),
+            )
+        )
 
     # --- reducer plumbing --------------------------------------------------------------
 
@@ -755,10 +817,15 @@ class Session:
         self._reducing = True
         try:
             while self._pending:
-                self._state, effects = conv.reduce(self._state, self._pending.popleft())
+                inp = self._pending.popleft()
+                if self._observers:
+                    self._observe(inp)
+                self._state, effects = conv.reduce(self._state, inp)
                 for effect in effects:
                     self._execute(effect)
                 state = self._state
+                if self._observers:
+                    self._observe(observe.Reduced(state, inp.at))
                 for listener in list(self._listeners):
                     try:
                         listener(state)
@@ -846,10 +913,13 @@ class Session:
                     # While the SDK reconnects, publishing fails; the event waits instead.
                     async with asyncio.timeout(LINK_WAIT):
                         await link_up.wait()
+                data = encode_client_event(event)
                 await room.local_participant.publish_data(
-                    encode_client_event(event), reliable=True, topic=TOPIC_CLIENT_EVENT
+                    data, reliable=True, topic=TOPIC_CLIENT_EVENT
                 )
                 self._sent_events += 1
+                if self._observers:
+                    self._observe(observe.PacketOut(TOPIC_CLIENT_EVENT, data, self._clock()))
             except Exception as exc:
                 why = _one_line(str(exc)) or type(exc).__name__
                 _log.warning("could not send %s: %s", event.type, why)
@@ -865,6 +935,10 @@ class Session:
 
     async def _run_tool(self, call: ClientToolCall) -> None:
         outcome = await self._tools.run(call)
+        if self._observers:
+            self._observe(
+                observe.ToolRan(call.call_id, call.tool_name, call.params, outcome, self._clock())
+            )
         self._feed(outcome.as_input(self._clock()))
 
     # --- teardown ----------------------------------------------------------------------

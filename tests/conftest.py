@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import threading
 
 import pytest
@@ -33,6 +34,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("audio") is not None:
             item.add_marker(pytest.mark.xdist_group("audio"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Every `fishtalk chat` / `demo` the tests run writes a journal to the state directory:
+    # keep them out of the real one (child processes inherit the variable).
+    if "FISHTALK_TEST_STATE" not in os.environ:
+        state = tempfile.mkdtemp(prefix="fishtalk-test-state-")
+        os.environ["FISHTALK_TEST_STATE"] = os.environ["XDG_STATE_HOME"] = state
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -359,7 +359,7 @@ def test_unknown_key_action_names_file_line_and_key(tmp_path: Path) -> None:
     message = str(info.value)
     assert message.startswith(f"invalid setting ui.keys.bogus in {path}, line 5: ")
     assert "unknown key action 'bogus'" in message
-    assert "known: abort, focus, hangup, help, interrupt, mute, quit, spoken" in message
+    assert "known: abort, focus, hangup, help, inspector, interrupt, mute, quit, spoken" in message
     assert info.value.exit_code == EXIT_USAGE
 
 

@@ -36,6 +36,7 @@ from fishtalk.tui.screens.approve import ApprovalScreen
 from fishtalk.tui.screens.ended import EndedScreen, Summary
 from fishtalk.tui.screens.help import HelpScreen
 from fishtalk.tui.session_like import SessionLike
+from fishtalk.tui.widgets.inspector import Inspector
 from fishtalk.tui.widgets.message_input import MessageInput, to_box
 from fishtalk.tui.widgets.meters import LevelMeters
 from fishtalk.tui.widgets.status import AgentIndicator, ConnectionStatus, ModeFlags, SessionClock
@@ -117,6 +118,7 @@ class FishtalkApp(App[int]):
         self._flags = ModeFlags(id="flags")
         self._meters = LevelMeters(id="meters")
         self._input = MessageInput(placeholder="Type a message and press Enter", id="input")
+        self._inspector = Inspector(id="inspector")
 
     # --- layout --------------------------------------------------------------------------
 
@@ -135,6 +137,7 @@ class FishtalkApp(App[int]):
             yield self._transcript
             self._tools.border_title = "tools"
             yield self._tools
+        yield self._inspector
         with Horizontal(id="statusbar"):
             yield self._agent
             yield self._flags
@@ -153,6 +156,9 @@ class FishtalkApp(App[int]):
         if self._keymap:
             self.set_keymap(self._keymap)
         self.session.add_listener(self._on_session_state)
+        add_observer = getattr(self.session, "add_observer", None)
+        if callable(add_observer):  # a live session: raw events for the inspector
+            add_observer(self._inspector.collect)
         self._draw(self.session.state)
         self._input.focus()
         if self._live_timers:
@@ -378,6 +384,16 @@ class FishtalkApp(App[int]):
     def action_cycle_focus(self) -> None:
         """Input -> transcript -> tools -> input."""
         self.screen.focus_next()
+
+    def action_toggle_inspector(self) -> None:
+        """Show or hide the protocol inspector (the input gets the focus back on hiding)."""
+        if not self._inspector.toggle() and not self._input.disabled:
+            self._input.focus()
+
+    @property
+    def inspector(self) -> Inspector:
+        """The protocol inspector pane."""
+        return self._inspector
 
     def action_help(self) -> None:
         """Show the keys (only from the chat screen)."""

@@ -227,7 +227,7 @@ def test_every_override_flag_reaches_the_request(
         "--first-message-prompt", "greet warmly", "--system-prompt", "Be brief.",
         "--session-name", "doc test", "--end-user-id", "u-1",
         "--var", "name=Ada", "--var", "plan=pro", "--metadata", '{"source": "cli"}',
-        "--no-record-audio", "--no-world-context", "--no-tool-events",
+        "--no-server-recording", "--no-world-context", "--no-tool-events",
     )  # fmt: skip
     assert result.code == 0, result.err
     body = fish_api.seen[0].body

@@ -71,6 +71,7 @@ ERROR_PHRASES: dict[str, str] = {
     "SimStartError": "could not be established",
     "SessionEndedError": "unexpected error",
     "ConnectionFailedError": "could not be established",
+    "JournalError": "damaged journal",
 }
 
 
