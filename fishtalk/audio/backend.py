@@ -8,8 +8,8 @@ counted); the playback callback renders queued agent audio and, with echo cancel
 on, hands the rendered block to the APM's reverse stream. The APM therefore sees capture
 on the capture thread and render on the render thread, which is how WebRTC uses it.
 
-The event loop is woken only when ``mic_frames()`` is waiting for a frame, at most once
-per 10 ms frame (frames that arrive while the consumer is busy are taken without a wake).
+The event loop is woken only when ``mic_frames()`` is waiting, once per two 10 ms frames
+(frames that arrive while the consumer is busy are taken without a wake).
 Levels are not computed per block: each callback stores its last few blocks in a
 preallocated ring, and RMS and peak are computed when ``levels()`` is read. Flushing
 playback clears the queue and tells the callback to drop its partial frame, so queued
@@ -66,6 +66,9 @@ _log = logging.getLogger(__name__)
 
 _BLOCK_MS = 10
 _MIC_QUEUE_FRAMES = 50  # 0.5 s of processed frames nobody has read yet
+# A waiting mic_frames() is woken when this many frames are ready: two 10 ms frames per
+# wake halve the loop's wake-ups for at most 10 ms more mic latency.
+_MIC_WAKE_FRAMES = 2
 _PLAYBACK_QUEUE_SECONDS = 20.0  # agent audio may arrive ahead of real time
 _LEVEL_WINDOW = 5  # frames (50 ms) per level reading
 _LEVEL_STALE_S = 0.25
@@ -130,6 +133,11 @@ class _Levels:
     def clear(self) -> None:
         self._filled = 0
         self._next = 0
+
+    def has_signal(self) -> bool:
+        """Whether any stored block has a sample that is not exactly zero."""
+        filled = self._filled
+        return filled > 0 and bool(self._rows[:filled].any())
 
     def read(self) -> tuple[float, float]:
         filled = self._filled
@@ -289,10 +297,10 @@ class _Capture:
         now = time.monotonic()
         self.last_callback = now
         self.blocks += 1
-        if status.input_overflow:
+        if status and status.input_overflow:
             self.overflows += 1
-        if indata.any():
-            self.last_nonzero = now
+        # No per-block check for digital silence here (a numpy reduction is the dearest
+        # thing a callback could do): the watchdog looks at the stored recent blocks.
         if indata.shape[1] == 1:
             self._sink(indata[:, 0], now)
         else:
@@ -603,12 +611,11 @@ class SoundDeviceAudio:
         """Mute (no frames leave; the mic level reads zero) or unmute."""
         self._muted = muted
         if muted:
-            self._mic_levels.clear()
             self._mic_ready.clear()
 
     def levels(self) -> AudioLevels:
-        """Mic (raw, before processing) and agent (as rendered) RMS and peak."""
-        mic_rms, mic_peak = self._mic_levels.read()
+        """Mic (raw, before processing; zero while muted) and agent (as rendered) levels."""
+        mic_rms, mic_peak = (0.0, 0.0) if self._muted else self._mic_levels.read()
         agent_rms, agent_peak = self._agent_levels.read()
         return AudioLevels(mic_rms, mic_peak, agent_rms, agent_peak)
 
@@ -747,9 +754,9 @@ class SoundDeviceAudio:
 
     def _on_capture(self, block: Int16Array, now: float) -> None:
         """Capture thread: levels, 10 ms frames, the APM, the hand-over to mic_frames()."""
+        self._mic_levels.store(block, now)  # also read by the watchdog, muted or not
         if self._muted:
             return
-        self._mic_levels.store(block, now)
         chunker = self._cap_chunks
         frame_type = self._frame_type
         if chunker is None or frame_type is None:
@@ -773,7 +780,11 @@ class SoundDeviceAudio:
             if len(ready) == _MIC_QUEUE_FRAMES:
                 self._mic_dropped += 1  # the deque drops its oldest frame
             ready.append(frame)
-        if self._mic_waiter is not None and not self._wake_pending:
+        if (
+            self._mic_waiter is not None
+            and len(ready) >= _MIC_WAKE_FRAMES
+            and not self._wake_pending
+        ):
             self._wake_pending = True
             loop = self._loop
             if loop is not None:
@@ -904,6 +915,10 @@ class SoundDeviceAudio:
             now = time.monotonic()
             capture = self._capture
             if capture is not None and not capture.closing:
+                # Sampled, not per block: 50 ms of every half second. A working mic's
+                # noise floor is never exactly zero for that long.
+                if self._mic_levels.has_signal():
+                    capture.last_nonzero = now
                 if not capture.stream.active:
                     self._on_failure("input", "the stream stopped")
                 elif now - capture.last_callback > limit:
