@@ -184,6 +184,26 @@ async def media_devices(seconds: float) -> Run:
         input_device=resolve_device(MIC, "input"),
     )
     player = devices.open_output(output_device=resolve_device(SPEAKER, "output"))
+    counts = {"mic": 0, "dropped": 0}
+    source = capture.source
+    capture_frame = source.capture_frame
+
+    async def counted(frame: Any) -> None:
+        counts["mic"] += 1
+        await capture_frame(frame)
+
+    source.capture_frame = counted  # type: ignore[method-assign]
+    loop = asyncio.get_running_loop()
+
+    def on_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        # Its capture callback checks q.full() and then schedules put_nowait: when the
+        # queue fills in between, the frame is dropped with a QueueFull on the loop.
+        if isinstance(context.get("exception"), asyncio.QueueFull):
+            counts["dropped"] += 1
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(on_error)
     audio = _agent_audio(seconds + 1)
     frames = [
         rtc.AudioFrame(audio[i * FRAME : (i + 1) * FRAME].tobytes(), RATE, 1, FRAME)
@@ -194,12 +214,16 @@ async def media_devices(seconds: float) -> Run:
     stream.start()
     await asyncio.sleep(0.5)  # settle
     cpu0, wall0 = time.process_time(), time.monotonic()
+    counts["mic"] = 0
     await _paced(seconds, lambda i: buffer.extend(frames[i].data.tobytes()))
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    mic = counts["mic"]
     await capture.aclose()
     await player.aclose()
-    await capture.source.aclose()
-    return Run("livekit MediaDevices, APM on, mic into an AudioSource", cpu, wall, -1, -1)
+    await source.aclose()
+    loop.set_exception_handler(None)
+    name = "livekit MediaDevices, APM on, mic into an AudioSource"
+    return Run(name, cpu, wall, mic, -1, extra=f"dropped mic frames {counts['dropped']}")
 
 
 def platform_audio_status() -> str:
@@ -285,7 +309,7 @@ async def main(seconds: float) -> str:
         f"ms, max {stats.handoff_latency_max_ms:.2f} ms.",
         "",
         f"Losses. APM off: {_drops(plain_stats)}. APM on: {_drops(stats)}. APM on, into an "
-        f"AudioSource: {_drops(published_stats)}.",
+        f"AudioSource: {_drops(published_stats)}. livekit MediaDevices: {sdk.extra}.",
         "",
     ]
     return "\n".join(lines)
