@@ -10,7 +10,8 @@ real-time stream of 10 ms agent frames to the virtual speaker:
    filter, auto gain), mic frames consumed from ``mic_frames()``;
 4. the same, with each mic frame fed to an ``rtc.AudioSource`` as the session does;
 5. anchor: livekit's ``MediaDevices`` (sounddevice + APM from the SDK), the same options
-   and block size, its mic frames going into its ``rtc.AudioSource``.
+   and block size, its mic frames going into its ``rtc.AudioSource``;
+6. the APM's own calls at the same pace without devices: what row 3 cannot go below.
 
 A second anchor, livekit's ``PlatformAudio`` (WebRTC's native audio device module), is
 checked and the section says why it is not a row (it opens devices only inside a call).
@@ -226,6 +227,49 @@ async def media_devices(seconds: float) -> Run:
     return Run(name, cpu, wall, mic, -1, extra=f"dropped mic frames {counts['dropped']}")
 
 
+async def apm_alone(seconds: float) -> Run:
+    """The AudioProcessingModule's own cost: the floor under fishtalk's APM-on row.
+
+    A thread makes the calls the two device callbacks make per 10 ms (the reverse stream
+    with the agent audio, the capture stream with the silent mic, AEC+NS+HPF+AGC) at the
+    same real-time pace, with no devices and no hand-over. Paced calls cost about twice
+    what the same calls cost back to back (caches and clocks go cold in between), so a
+    tight loop would understate the floor.
+    """
+    import threading
+
+    from livekit import rtc
+
+    apm = rtc.AudioProcessingModule(
+        echo_cancellation=True,
+        noise_suppression=True,
+        high_pass_filter=True,
+        auto_gain_control=True,
+    )
+    audio = _agent_audio(seconds + 1)
+    render = rtc.AudioFrame.create(RATE, 1, FRAME)
+    render_samples = np.frombuffer(render.data, dtype=np.int16)
+    mic = rtc.AudioFrame.create(RATE, 1, FRAME)
+    mic_samples = np.frombuffer(mic.data, dtype=np.int16)
+    n = int(seconds * 100)
+
+    def run() -> None:
+        start = time.monotonic()
+        for i in range(n):
+            render_samples[:] = audio[i * FRAME : (i + 1) * FRAME]
+            apm.process_reverse_stream(render)
+            mic_samples[:] = 0
+            apm.process_stream(mic)
+            time.sleep(max(0.0, start + (i + 1) / 100 - time.monotonic()))
+
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    thread = threading.Thread(target=run)
+    thread.start()
+    await asyncio.to_thread(thread.join)
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    return Run("APM alone, paced at 10 ms, no devices (AEC+NS+HPF+AGC)", cpu, wall, n, n)
+
+
 def platform_audio_status() -> str:
     """Whether livekit's PlatformAudio (WebRTC's native device module) can be a row here."""
     from livekit import rtc
@@ -274,9 +318,10 @@ async def main(seconds: float) -> str:
     full, stats = await fishtalk(seconds, processing=True)
     published, published_stats = await fishtalk(seconds, processing=True, publish=True)
     sdk = await media_devices(seconds)
+    apm_only = await apm_alone(seconds)
     platform = platform_audio_status()
     load_after = os.getloadavg()
-    rows = [baseline, plain, full, published, sdk]
+    rows = [baseline, plain, full, published, sdk, apm_only]
     lines = [
         "## Audio path (virtual PulseAudio devices)",
         "",
@@ -296,6 +341,10 @@ async def main(seconds: float) -> str:
         )
     lines += [
         "| livekit PlatformAudio (WebRTC's device module) | – | – | – | – | not run: see below |",
+        "",
+        f"Floor for the APM-on row: bare + APM alone = "
+        f"{(baseline.cpu_s + apm_only.cpu_s) / baseline.cpu_s:.2f}x bare; fishtalk's APM-on row "
+        f"is {full.cpu_s / (baseline.cpu_s + apm_only.cpu_s):.2f}x that floor.",
         "",
         f"Anchors: fishtalk with its mic frames fed to an AudioSource costs "
         f"{published.cpu_s / sdk.cpu_s:.2f}x livekit's `MediaDevices` doing the same "
