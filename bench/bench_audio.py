@@ -1,7 +1,7 @@
 """CPU and latency of fishtalk's audio path on the virtual PulseAudio device chain.
 
-Three duplex runs of the same length, each capturing from the virtual mic and playing a
-real-time stream of 10 ms agent frames to the virtual speaker:
+Runs of the same length; rows 1-5 are duplex, each capturing from the virtual mic and
+playing a real-time stream of 10 ms agent frames to the virtual speaker:
 
 1. bare: a sounddevice InputStream + OutputStream whose callbacks only copy blocks
    (the least any client must do for the same I/O);
@@ -17,6 +17,7 @@ A second anchor, livekit's ``PlatformAudio`` (WebRTC's native audio device modul
 checked and the section says why it is not a row (it opens devices only inside a call).
 
 CPU is this process's user+system time (all threads, PortAudio's included) over the run.
+The issue's goals are rows 2 and 3 against row 1 (APM off ≤1.15x, APM on ≤1.5x).
 The hand-off latency is the time from ``play()`` to the device callback taking the frame.
 Needs ``pulseaudio``/``pactl`` (apt install pulseaudio pulseaudio-utils
 libasound2-plugins libportaudio2); no network. Prints one markdown section.

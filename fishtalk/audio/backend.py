@@ -65,7 +65,9 @@ Int16Array = npt.NDArray[np.int16]
 _log = logging.getLogger(__name__)
 
 _BLOCK_MS = 10
-_MIC_QUEUE_FRAMES = 50  # 0.5 s of processed frames nobody has read yet
+# 1 s of processed frames nobody has read yet (a loop stalled that long under load drops
+# the oldest; the count is in the stats).
+_MIC_QUEUE_FRAMES = 100
 # A waiting mic_frames() is woken when this many frames are ready: two 10 ms frames per
 # wake halve the loop's wake-ups for at most 10 ms more mic latency.
 _MIC_WAKE_FRAMES = 2
