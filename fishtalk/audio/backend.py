@@ -4,9 +4,11 @@ Threads: PortAudio calls ``_Capture._callback`` and ``_Playback._callback`` on i
 threads, and the per-block work happens there, as WebRTC's own audio device module does
 it: the capture callback cuts 10 ms frames, runs them through the AudioProcessingModule
 and appends them to a bounded deque (a full deque drops its oldest frame, which is
-counted); the playback callback renders queued agent audio and, with echo cancellation
-on, hands the rendered block to the APM's reverse stream. The APM therefore sees capture
-on the capture thread and render on the render thread, which is how WebRTC uses it.
+counted). The playback callback stays as short as bare PortAudio's: it renders queued
+agent audio and, with echo cancellation on, copies the rendered 10 ms frames into a
+preallocated ring, which the capture callback feeds to the APM's reverse stream right
+before it processes its own frames. So the APM sees render and capture in time order on
+one thread, and nothing slow ever runs on the thread that must keep the speaker fed.
 
 The event loop is woken only when ``mic_frames()`` is waiting, once per two 10 ms frames
 (frames that arrive while the consumer is busy are taken without a wake).
@@ -71,6 +73,7 @@ _MIC_QUEUE_FRAMES = 100
 # A waiting mic_frames() is woken when this many frames are ready: two 10 ms frames per
 # wake halve the loop's wake-ups for at most 10 ms more mic latency.
 _MIC_WAKE_FRAMES = 2
+_RENDER_RING_FRAMES = 50  # rendered frames the capture thread has not fed to the APM yet
 _PLAYBACK_QUEUE_SECONDS = 20.0  # agent audio may arrive ahead of real time
 _LEVEL_WINDOW = 5  # frames (50 ms) per level reading
 _LEVEL_STALE_S = 0.25
@@ -94,6 +97,7 @@ class AudioStats:
     playback_dropped_frames: int
     playback_trimmed_frames: int
     playback_underruns: int
+    render_dropped_blocks: int
     apm_errors: int
     handoff_latency_mean_ms: float
     handoff_latency_p50_ms: float
@@ -188,6 +192,40 @@ class _Rechunker:
         self._pending = [rest] if rest.size else []
         self._pending_len = int(rest.size)
         return chunks
+
+
+class _RenderRing:
+    """Rendered 10 ms frames on their way from the playback thread to the capture thread.
+
+    One writer (``put``, playback thread) and one reader (``feed_reverse``, capture
+    thread), each owning its own counter. A reader that fell more than the ring behind
+    (a stalled mic) skips to the newest frames and counts what it skipped.
+    """
+
+    def __init__(self) -> None:
+        self._rows = np.zeros((_RENDER_RING_FRAMES, SAMPLES_PER_FRAME), dtype=np.int16)
+        self.written = 0
+        self.taken = 0
+        self.dropped = 0
+
+    def put(self, frame: Int16Array) -> None:
+        self._rows[self.written % _RENDER_RING_FRAMES] = frame
+        self.written += 1
+
+    def skip(self) -> None:
+        self.taken = self.written
+
+    def pending(self) -> list[Int16Array]:
+        written = self.written
+        behind = written - self.taken
+        if behind <= 0:
+            return []
+        if behind > _RENDER_RING_FRAMES - 1:  # keep clear of the row being written
+            self.dropped += behind - (_RENDER_RING_FRAMES - 1)
+            self.taken = written - (_RENDER_RING_FRAMES - 1)
+        rows = [self._rows[i % _RENDER_RING_FRAMES] for i in range(self.taken, written)]
+        self.taken = written
+        return rows
 
 
 def _is_quiet(samples: Int16Array) -> bool:
@@ -476,7 +514,9 @@ class SoundDeviceAudio:
         self._play_resampler: rtc.AudioResampler | None = None
         self._play_resampler_rates = (0, 0)
         self._frame_type: type[rtc.AudioFrame] | None = None
-        # The reverse stream's one reusable frame (render thread only) and its samples.
+        # With echo cancellation: rendered frames for the reverse stream, and its one
+        # reusable frame (capture thread only) with a view of its samples.
+        self._render_ring: _RenderRing | None = None
         self._reverse_frame: rtc.AudioFrame | None = None
         self._reverse_samples: Int16Array | None = None
         # Processed mic frames, appended on the capture thread and taken on the loop.
@@ -543,6 +583,7 @@ class SoundDeviceAudio:
         if self._apm is not None and self._apm_flags[0]:
             self._reverse_frame = rtc.AudioFrame.create(SAMPLE_RATE, CHANNELS, SAMPLES_PER_FRAME)
             self._reverse_samples = np.frombuffer(self._reverse_frame.data, dtype=np.int16)
+            self._render_ring = _RenderRing()
         # Probing and opening devices can take a while (ALSA, a sound server): off the loop.
         if self._use_output:
             self._playback = await asyncio.to_thread(
@@ -660,6 +701,7 @@ class SoundDeviceAudio:
             playback_dropped_frames=pb.dropped if pb else 0,
             playback_trimmed_frames=pb.trimmed if pb else 0,
             playback_underruns=pb.underruns if pb else 0,
+            render_dropped_blocks=self._render_ring.dropped if self._render_ring else 0,
             apm_errors=self._apm_errors,
             handoff_latency_mean_ms=(pb.latency_sum / count * 1000) if pb and count else 0.0,
             handoff_latency_p50_ms=p50,
@@ -757,13 +799,25 @@ class SoundDeviceAudio:
     def _on_capture(self, block: Int16Array, now: float) -> None:
         """Capture thread: levels, 10 ms frames, the APM, the hand-over to mic_frames()."""
         self._mic_levels.store(block, now)  # also read by the watchdog, muted or not
+        ring = self._render_ring
         if self._muted:
+            if ring is not None:
+                ring.skip()
             return
         chunker = self._cap_chunks
         frame_type = self._frame_type
         if chunker is None or frame_type is None:
             return
         apm = self._apm
+        reverse, reverse_samples = self._reverse_frame, self._reverse_samples
+        if ring is not None and apm is not None and reverse is not None:
+            for rendered in ring.pending():  # what the speaker played since the last block
+                if reverse_samples is not None:
+                    reverse_samples[:] = rendered
+                try:
+                    apm.process_reverse_stream(reverse)
+                except Exception as exc:
+                    self._apm_failed(exc)
         if apm is not None and self._apm_flags[0] and self._apm_delay_applied != self._apm_delay_ms:
             delay = self._apm_delay_ms
             try:
@@ -795,20 +849,14 @@ class SoundDeviceAudio:
                     loop.call_soon_threadsafe(self._wake_mic_consumer)
 
     def _on_render(self, block: Int16Array, now: float) -> None:
-        """Render thread: the agent level and, with echo cancellation, the reverse stream."""
+        """Render thread: the agent level and, with echo cancellation, the render ring."""
         self._agent_levels.store(block, now)
-        frame = self._reverse_frame
-        samples = self._reverse_samples
-        apm = self._apm
+        ring = self._render_ring
         chunker = self._render_chunks
-        if frame is None or samples is None or apm is None or chunker is None:
+        if ring is None or chunker is None:
             return
         for chunk in chunker.push(block):
-            samples[:] = chunk
-            try:
-                apm.process_reverse_stream(frame)
-            except Exception as exc:
-                self._apm_failed(exc)
+            ring.put(chunk)
 
     def _apm_failed(self, exc: Exception) -> None:
         self._apm_errors += 1
