@@ -346,6 +346,7 @@ async def test_duplex_with_all_processing_loses_nothing(
     assert stats.mic_dropped_frames == 0
     assert stats.playback_dropped_frames == 0
     assert stats.playback_underruns == 0
+    assert stats.render_dropped_blocks == 0
     assert stats.apm_errors == 0
     # Frames reach mic_frames() in order and whole: the tone survives the processing
     # (noise suppression and auto gain keep a steady tone; its pitch is unchanged).

@@ -1,4 +1,5 @@
-"""The level meter's ring: blocks are stored as-is and RMS/peak computed when read."""
+"""The callbacks' preallocated rings: the level meter (blocks stored as-is, RMS and peak
+computed when read) and the rendered frames on their way to the APM's reverse stream."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from fishtalk.audio.backend import _Levels
+from fishtalk.audio.backend import _RENDER_RING_FRAMES, _Levels, _RenderRing
 
 
 def _sine(amplitude: float, n: int = 480) -> np.ndarray:
@@ -74,3 +75,29 @@ def test_a_new_block_size_starts_a_new_window() -> None:
     levels.store(_sine(0.9), now)
     levels.store(_sine(0.3, n=441), now)  # a 44.1 kHz device after a fallback
     assert levels.read()[1] == pytest.approx(0.3, rel=0.02)
+
+
+def test_render_ring_hands_over_frames_in_order_as_copies() -> None:
+    ring = _RenderRing()
+    assert ring.pending() == []
+    block = np.zeros(480, np.int16)
+    for value in (1, 2, 3):
+        block[:] = value  # the device buffer is reused for every block
+        ring.put(block)
+    assert [int(frame[0]) for frame in ring.pending()] == [1, 2, 3]
+    assert ring.pending() == []
+    ring.put(block)
+    ring.skip()  # muted: nothing to cancel, nothing to feed
+    assert ring.pending() == []
+    assert ring.dropped == 0
+
+
+def test_render_ring_reader_that_fell_behind_skips_to_the_newest() -> None:
+    ring = _RenderRing()
+    total = _RENDER_RING_FRAMES + 10
+    for value in range(total):
+        ring.put(np.full(480, value, np.int16))
+    frames = ring.pending()
+    kept = _RENDER_RING_FRAMES - 1
+    assert [int(f[0]) for f in frames] == list(range(total - kept, total))
+    assert ring.dropped == total - kept
