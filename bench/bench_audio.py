@@ -304,7 +304,8 @@ def _drops(stats: Any) -> str:
         f"underruns {stats.playback_underruns}, dropped mic blocks {stats.mic_dropped_blocks}, "
         f"dropped mic frames {stats.mic_dropped_frames}, dropped playback frames "
         f"{stats.playback_dropped_frames}, quiet frames skipped to hold the delay down "
-        f"{stats.playback_trimmed_frames}, APM errors {stats.apm_errors}"
+        f"{stats.playback_trimmed_frames}, rendered frames the APM skipped "
+        f"{stats.render_dropped_blocks}, APM errors {stats.apm_errors}"
     )
 
 
