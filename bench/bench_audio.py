@@ -1,15 +1,23 @@
 """CPU and latency of fishtalk's audio path on the virtual PulseAudio device chain.
 
-Three duplex runs of the same length, each capturing from the virtual mic and playing a
-real-time stream of 10 ms agent frames to the virtual speaker:
+Runs of the same length; rows 1-5 are duplex, each capturing from the virtual mic and
+playing a real-time stream of 10 ms agent frames to the virtual speaker:
 
 1. bare: a sounddevice InputStream + OutputStream whose callbacks only copy blocks
    (the least any client must do for the same I/O);
 2. fishtalk without processing: the backend with the AudioProcessingModule switched off;
 3. fishtalk: the backend as shipped (echo cancellation, noise suppression, high-pass
-   filter, auto gain), mic frames consumed from ``mic_frames()``.
+   filter, auto gain), mic frames consumed from ``mic_frames()``;
+4. the same, with each mic frame fed to an ``rtc.AudioSource`` as the session does;
+5. anchor: livekit's ``MediaDevices`` (sounddevice + APM from the SDK), the same options
+   and block size, its mic frames going into its ``rtc.AudioSource``;
+6. the APM's own calls at the same pace without devices: what row 3 cannot go below.
+
+A second anchor, livekit's ``PlatformAudio`` (WebRTC's native audio device module), is
+checked and the section says why it is not a row (it opens devices only inside a call).
 
 CPU is this process's user+system time (all threads, PortAudio's included) over the run.
+The issue's goals are rows 2 and 3 against row 1 (APM off ≤1.15x, APM on ≤1.5x).
 The hand-off latency is the time from ``play()`` to the device callback taking the frame.
 Needs ``pulseaudio``/``pactl`` (apt install pulseaudio pulseaudio-utils
 libasound2-plugins libportaudio2); no network. Prints one markdown section.
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -105,7 +114,7 @@ async def bare(seconds: float) -> Run:
     return Run("bare sounddevice duplex", cpu, wall, counts["in"], counts["out"])
 
 
-async def fishtalk(seconds: float, *, processing: bool) -> tuple[Run, Any]:
+async def fishtalk(seconds: float, *, processing: bool, publish: bool = False) -> tuple[Run, Any]:
     from livekit import rtc
 
     from fishtalk.audio.backend import SoundDeviceAudio
@@ -126,11 +135,14 @@ async def fishtalk(seconds: float, *, processing: bool) -> tuple[Run, Any]:
         for i in range(int(seconds * 100))
     ]
     got = 0
+    source = rtc.AudioSource(RATE, 1) if publish else None
 
     async def consume() -> None:
         nonlocal got
-        async for _ in backend.mic_frames():
+        async for frame in backend.mic_frames():
             got += 1
+            if source is not None:  # what the session does with each mic frame
+                await source.capture_frame(frame)
 
     consumer = asyncio.create_task(consume())
     await asyncio.sleep(0.5)  # settle
@@ -141,38 +153,214 @@ async def fishtalk(seconds: float, *, processing: bool) -> tuple[Run, Any]:
     stats = backend.stats()
     consumer.cancel()
     await backend.aclose()
+    if source is not None:
+        await source.aclose()
     name = "fishtalk backend, APM on (AEC+NS+HPF+AGC)" if processing else "fishtalk, APM off"
+    if publish:
+        name = "fishtalk, APM on, mic into an AudioSource"
     return Run(name, cpu, wall, got, stats.playback_frames), stats
 
 
+async def media_devices(seconds: float) -> Run:
+    """livekit's own sounddevice helper, with the same APM options and 10 ms blocks.
+
+    ``MediaDevices.open_input`` runs the APM in the capture callback and hands each frame
+    to the loop (``call_soon_threadsafe`` into an asyncio queue), where a task feeds it to
+    an ``rtc.AudioSource``; that capture is part of its cost (fishtalk's rows above only
+    consume ``mic_frames()``, the comparable fishtalk row below also feeds an AudioSource).
+    ``open_output`` gives an ``OutputPlayer`` whose callback feeds the APM's reverse stream.
+    Its mixer is bypassed: the paced frames go into the player's buffer exactly as its
+    own playback loop would put them there (``_buffer`` is the only way in without a
+    remote track), the same hand-over fishtalk's ``play()`` gets.
+    """
+    from livekit import rtc
+
+    from fishtalk.audio.devices import resolve_device
+
+    devices = rtc.MediaDevices(blocksize=FRAME)
+    capture = devices.open_input(
+        enable_aec=True,
+        noise_suppression=True,
+        high_pass_filter=True,
+        auto_gain_control=True,
+        input_device=resolve_device(MIC, "input"),
+    )
+    player = devices.open_output(output_device=resolve_device(SPEAKER, "output"))
+    counts = {"mic": 0, "dropped": 0}
+    source = capture.source
+    capture_frame = source.capture_frame
+
+    async def counted(frame: Any) -> None:
+        counts["mic"] += 1
+        await capture_frame(frame)
+
+    source.capture_frame = counted  # type: ignore[method-assign]
+    loop = asyncio.get_running_loop()
+
+    def on_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        # Its capture callback checks q.full() and then schedules put_nowait: when the
+        # queue fills in between, the frame is dropped with a QueueFull on the loop.
+        if isinstance(context.get("exception"), asyncio.QueueFull):
+            counts["dropped"] += 1
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(on_error)
+    audio = _agent_audio(seconds + 1)
+    frames = [
+        rtc.AudioFrame(audio[i * FRAME : (i + 1) * FRAME].tobytes(), RATE, 1, FRAME)
+        for i in range(int(seconds * 100))
+    ]
+    stream = player._stream
+    buffer = player._buffer
+    stream.start()
+    await asyncio.sleep(0.5)  # settle
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    counts["mic"] = 0
+    await _paced(seconds, lambda i: buffer.extend(frames[i].data.tobytes()))
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    mic = counts["mic"]
+    await capture.aclose()
+    await player.aclose()
+    await source.aclose()
+    loop.set_exception_handler(None)
+    name = "livekit MediaDevices, APM on, mic into an AudioSource"
+    return Run(name, cpu, wall, mic, -1, extra=f"dropped mic frames {counts['dropped']}")
+
+
+async def apm_alone(seconds: float) -> Run:
+    """The AudioProcessingModule's own cost: the floor under fishtalk's APM-on row.
+
+    A thread makes the calls the two device callbacks make per 10 ms (the reverse stream
+    with the agent audio, the capture stream with the silent mic, AEC+NS+HPF+AGC) at the
+    same real-time pace, with no devices and no hand-over. Paced calls cost about twice
+    what the same calls cost back to back (caches and clocks go cold in between), so a
+    tight loop would understate the floor.
+    """
+    import threading
+
+    from livekit import rtc
+
+    apm = rtc.AudioProcessingModule(
+        echo_cancellation=True,
+        noise_suppression=True,
+        high_pass_filter=True,
+        auto_gain_control=True,
+    )
+    audio = _agent_audio(seconds + 1)
+    render = rtc.AudioFrame.create(RATE, 1, FRAME)
+    render_samples = np.frombuffer(render.data, dtype=np.int16)
+    mic = rtc.AudioFrame.create(RATE, 1, FRAME)
+    mic_samples = np.frombuffer(mic.data, dtype=np.int16)
+    n = int(seconds * 100)
+
+    def run() -> None:
+        start = time.monotonic()
+        for i in range(n):
+            render_samples[:] = audio[i * FRAME : (i + 1) * FRAME]
+            apm.process_reverse_stream(render)
+            mic_samples[:] = 0
+            apm.process_stream(mic)
+            time.sleep(max(0.0, start + (i + 1) / 100 - time.monotonic()))
+
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    thread = threading.Thread(target=run)
+    thread.start()
+    await asyncio.to_thread(thread.join)
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    return Run("APM alone, paced at 10 ms, no devices (AEC+NS+HPF+AGC)", cpu, wall, n, n)
+
+
+def platform_audio_status() -> str:
+    """Whether livekit's PlatformAudio (WebRTC's native device module) can be a row here."""
+    from livekit import rtc
+
+    if not hasattr(rtc, "PlatformAudio"):
+        return "this livekit has no `rtc.PlatformAudio`"
+    try:
+        platform = rtc.PlatformAudio()
+    except Exception as exc:
+        return f"`rtc.PlatformAudio()` failed: {exc}"
+    try:
+        mics = [d.name for d in platform.recording_devices()]
+        speakers = [d.name for d in platform.playout_devices()]
+    finally:
+        platform.close()
+    return (
+        f"`rtc.PlatformAudio()` starts and sees the virtual devices (microphones {mics}, "
+        f"speakers {speakers}), but it opens no device on its own: WebRTC's device module "
+        "starts recording only when a track of its `PlatformAudioSource` is published in a "
+        "connected room, and plays out only the remote tracks it receives there. Creating "
+        "the source and a local track leaves the sound server with no client stream (checked "
+        "with `pactl`). There is no frame-level way in or out (no `capture_frame`, no "
+        "`play`), so it cannot run this device-only duplex; a fair row needs a whole call "
+        "(Opus encode/decode and the network stack on both sides) against the same call "
+        "through fishtalk"
+    )
+
+
+def _drops(stats: Any) -> str:
+    return (
+        f"underruns {stats.playback_underruns}, dropped mic blocks {stats.mic_dropped_blocks}, "
+        f"dropped mic frames {stats.mic_dropped_frames}, dropped playback frames "
+        f"{stats.playback_dropped_frames}, quiet frames skipped to hold the delay down "
+        f"{stats.playback_trimmed_frames}, rendered frames the APM skipped "
+        f"{stats.render_dropped_blocks}, APM errors {stats.apm_errors}"
+    )
+
+
+def _count(n: int) -> str:
+    return str(n) if n >= 0 else "–"
+
+
 async def main(seconds: float) -> str:
+    load_before = os.getloadavg()
     baseline = await bare(seconds)
-    plain, _ = await fishtalk(seconds, processing=False)
+    plain, plain_stats = await fishtalk(seconds, processing=False)
     full, stats = await fishtalk(seconds, processing=True)
-    rows = [baseline, plain, full]
+    published, published_stats = await fishtalk(seconds, processing=True, publish=True)
+    sdk = await media_devices(seconds)
+    apm_only = await apm_alone(seconds)
+    platform = platform_audio_status()
+    load_after = os.getloadavg()
+    rows = [baseline, plain, full, published, sdk, apm_only]
     lines = [
         "## Audio path (virtual PulseAudio devices)",
         "",
         f"{seconds:.0f} s duplex per run: capture from the virtual mic and play real-time 10 ms "
-        "agent frames, 48 kHz mono, 10 ms device blocks. CPU = this process (all threads).",
+        "agent frames, 48 kHz mono, 10 ms device blocks. CPU = this process's user+system "
+        "seconds (all threads, PortAudio's included), which depends much less on what else "
+        "the machine runs than wall time does; still, compare the ratios, which are from one "
+        f"run. Load average (1 min) {load_before[0]:.1f} before, {load_after[0]:.1f} after.",
         "",
         "| run | CPU s | CPU % of one core | mic frames | played frames | ratio to bare |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for run in rows:
         lines.append(
-            f"| {run.name} | {run.cpu_s:.2f} | {run.cpu_percent:.1f} | {run.mic_frames} | "
-            f"{run.played_frames} | {run.cpu_s / baseline.cpu_s:.2f}x |"
+            f"| {run.name} | {run.cpu_s:.2f} | {run.cpu_percent:.1f} | {_count(run.mic_frames)} | "
+            f"{_count(run.played_frames)} | {run.cpu_s / baseline.cpu_s:.2f}x |"
         )
     lines += [
+        "| livekit PlatformAudio (WebRTC's device module) | – | – | – | – | not run: see below |",
+        "",
+        f"Floor for the APM-on row: bare + APM alone = "
+        f"{(baseline.cpu_s + apm_only.cpu_s) / baseline.cpu_s:.2f}x bare; fishtalk's APM-on row "
+        f"is {full.cpu_s / (baseline.cpu_s + apm_only.cpu_s):.2f}x that floor.",
+        "",
+        f"Anchors: fishtalk with its mic frames fed to an AudioSource costs "
+        f"{published.cpu_s / sdk.cpu_s:.2f}x livekit's `MediaDevices` doing the same "
+        f"(both with AEC+NS+HPF+AGC, 10 ms blocks; `MediaDevices` opens its streams at "
+        "sounddevice's default latency, fishtalk at `low`). PlatformAudio: "
+        f"{platform}.",
         "",
         "Hand-off latency, `play()` until the device callback takes the frame "
         f"(APM-on run, {stats.playback_frames} frames): mean {stats.handoff_latency_mean_ms:.2f} "
         f"ms, p50 {stats.handoff_latency_p50_ms:.2f} ms, p95 {stats.handoff_latency_p95_ms:.2f} "
-        f"ms, max {stats.handoff_latency_max_ms:.2f} ms. Underruns: {stats.playback_underruns}; "
-        f"dropped: mic blocks {stats.mic_dropped_blocks}, mic frames {stats.mic_dropped_frames}, "
-        f"playback frames {stats.playback_dropped_frames}; quiet frames skipped to hold the "
-        f"delay down: {stats.playback_trimmed_frames}.",
+        f"ms, max {stats.handoff_latency_max_ms:.2f} ms.",
+        "",
+        f"Losses. APM off: {_drops(plain_stats)}. APM on: {_drops(stats)}. APM on, into an "
+        f"AudioSource: {_drops(published_stats)}. livekit MediaDevices: {sdk.extra}.",
         "",
     ]
     return "\n".join(lines)

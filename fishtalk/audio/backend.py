@@ -1,16 +1,21 @@
 """The sounddevice backend: microphone and speaker with WebRTC voice processing.
 
 Threads: PortAudio calls ``_Capture._callback`` and ``_Playback._callback`` on its own
-threads. They only copy numpy blocks into bounded deques (appends are atomic under the
-GIL, and a full deque drops its oldest block, which is counted) and wake the event loop
-with at most one pending ``call_soon_threadsafe``. Everything else (resampling, the
-AudioProcessingModule, levels, notices, failure handling) runs on the event loop, so the
-APM sees capture and render frames in one order on one thread.
+threads, and the per-block work happens there, as WebRTC's own audio device module does
+it: the capture callback cuts 10 ms frames, runs them through the AudioProcessingModule
+and appends them to a bounded deque (a full deque drops its oldest frame, which is
+counted). The playback callback stays as short as bare PortAudio's: it renders queued
+agent audio and, with echo cancellation on, copies the rendered 10 ms frames into a
+preallocated ring, which the capture callback feeds to the APM's reverse stream right
+before it processes its own frames. So the APM sees render and capture in time order on
+one thread, and nothing slow ever runs on the thread that must keep the speaker fed.
 
-Echo cancellation: every block the speaker callback actually renders (agent audio or
-silence) goes back to the loop and into ``process_reverse_stream``; mic frames go through
-``process_stream``. Flushing playback clears the queue and tells the callback to drop its
-partial frame, so queued agent audio stops within one device block.
+The event loop is woken only when ``mic_frames()`` is waiting, once per two 10 ms frames
+(frames that arrive while the consumer is busy are taken without a wake).
+Levels are not computed per block: each callback stores its last few blocks in a
+preallocated ring, and RMS and peak are computed when ``levels()`` is read. Flushing
+playback clears the queue and tells the callback to drop its partial frame, so queued
+agent audio stops within one device block.
 """
 
 from __future__ import annotations
@@ -61,9 +66,13 @@ Int16Array = npt.NDArray[np.int16]
 _log = logging.getLogger(__name__)
 
 _BLOCK_MS = 10
-_CAPTURE_RING_BLOCKS = 50  # 0.5 s of mic audio waiting for a busy loop
-_RENDER_RING_BLOCKS = 50
-_MIC_QUEUE_FRAMES = 50  # processed frames nobody has read yet
+# 1 s of processed frames nobody has read yet (a loop stalled that long under load drops
+# the oldest; the count is in the stats).
+_MIC_QUEUE_FRAMES = 100
+# A waiting mic_frames() is woken when this many frames are ready: two 10 ms frames per
+# wake halve the loop's wake-ups for at most 10 ms more mic latency.
+_MIC_WAKE_FRAMES = 2
+_RENDER_RING_FRAMES = 50  # rendered frames the capture thread has not fed to the APM yet
 _PLAYBACK_QUEUE_SECONDS = 20.0  # agent audio may arrive ahead of real time
 _LEVEL_WINDOW = 5  # frames (50 ms) per level reading
 _LEVEL_STALE_S = 0.25
@@ -88,6 +97,7 @@ class AudioStats:
     playback_trimmed_frames: int
     playback_underruns: int
     render_dropped_blocks: int
+    apm_errors: int
     handoff_latency_mean_ms: float
     handoff_latency_p50_ms: float
     handoff_latency_p95_ms: float
@@ -97,29 +107,54 @@ class AudioStats:
 
 
 class _Levels:
-    """Sliding RMS/peak over the last few frames; fed on the loop, read at ~20 Hz."""
+    """The last few blocks of one signal, kept as samples; RMS and peak computed on read.
+
+    ``store`` runs on a PortAudio thread for every block and only copies into a
+    preallocated ring; ``read`` (the UI polls it at about 20 Hz) does the arithmetic.
+    A read racing a store may see one half-written block: it is a meter.
+    """
 
     def __init__(self) -> None:
-        self._window: deque[tuple[float, float]] = deque(maxlen=_LEVEL_WINDOW)
+        self._rows = np.zeros((_LEVEL_WINDOW, 0), dtype=np.int16)
+        self._next = 0
+        self._filled = 0
         self._updated = 0.0
 
-    def feed(self, samples: Int16Array) -> None:
-        if samples.size == 0:
-            return
-        as_float = samples.astype(np.float32)
-        mean_square = float(np.dot(as_float, as_float)) / samples.size
-        peak = float(np.max(np.abs(as_float)))
-        self._window.append((mean_square, peak))
-        self._updated = time.monotonic()
+    def store(self, samples: Int16Array, now: float) -> None:
+        size = samples.shape[0]
+        rows = self._rows
+        if rows.shape[1] != size:  # the first block, or the device's block size changed
+            rows = np.zeros((_LEVEL_WINDOW, size), dtype=np.int16)
+            self._rows = rows
+            self._filled = 0
+            self._next = 0
+        i = self._next
+        rows[i] = samples
+        self._next = (i + 1) % _LEVEL_WINDOW
+        if self._filled < _LEVEL_WINDOW:
+            self._filled += 1
+        self._updated = now
 
     def clear(self) -> None:
-        self._window.clear()
+        self._filled = 0
+        self._next = 0
+
+    def has_signal(self) -> bool:
+        """Whether any stored block has a sample that is not exactly zero."""
+        filled = self._filled
+        return filled > 0 and bool(self._rows[:filled].any())
 
     def read(self) -> tuple[float, float]:
-        if not self._window or time.monotonic() - self._updated > _LEVEL_STALE_S:
+        filled = self._filled
+        if not filled or time.monotonic() - self._updated > _LEVEL_STALE_S:
             return 0.0, 0.0
-        mean_square = sum(m for m, _ in self._window) / len(self._window)
-        peak = max(p for _, p in self._window)
+        rows = self._rows
+        window = rows if filled == _LEVEL_WINDOW else rows[:filled]
+        if window.size == 0:
+            return 0.0, 0.0
+        as_float = window.astype(np.float32).ravel()
+        mean_square = float(np.dot(as_float, as_float)) / as_float.size
+        peak = float(np.max(np.abs(as_float)))
         return min(1.0, math.sqrt(mean_square) / 32768.0), min(1.0, peak / 32768.0)
 
 
@@ -145,7 +180,7 @@ class _Rechunker:
             )
         if not self._pending and block.size == SAMPLES_PER_FRAME:
             return [block]  # the usual 48 kHz, 10 ms-block case: no copying
-        self._pending.append(block)
+        self._pending.append(block.copy())  # the caller's block may be a device buffer
         self._pending_len += block.size
         if self._pending_len < SAMPLES_PER_FRAME:
             return []
@@ -156,6 +191,40 @@ class _Rechunker:
         self._pending = [rest] if rest.size else []
         self._pending_len = int(rest.size)
         return chunks
+
+
+class _RenderRing:
+    """Rendered 10 ms frames on their way from the playback thread to the capture thread.
+
+    One writer (``put``, playback thread) and one reader (``feed_reverse``, capture
+    thread), each owning its own counter. A reader that fell more than the ring behind
+    (a stalled mic) skips to the newest frames and counts what it skipped.
+    """
+
+    def __init__(self) -> None:
+        self._rows = np.zeros((_RENDER_RING_FRAMES, SAMPLES_PER_FRAME), dtype=np.int16)
+        self.written = 0
+        self.taken = 0
+        self.dropped = 0
+
+    def put(self, frame: Int16Array) -> None:
+        self._rows[self.written % _RENDER_RING_FRAMES] = frame
+        self.written += 1
+
+    def skip(self) -> None:
+        self.taken = self.written
+
+    def pending(self) -> list[Int16Array]:
+        written = self.written
+        behind = written - self.taken
+        if behind <= 0:
+            return []
+        if behind > _RENDER_RING_FRAMES - 1:  # keep clear of the row being written
+            self.dropped += behind - (_RENDER_RING_FRAMES - 1)
+            self.taken = written - (_RENDER_RING_FRAMES - 1)
+        rows = [self._rows[i % _RENDER_RING_FRAMES] for i in range(self.taken, written)]
+        self.taken = written
+        return rows
 
 
 def _is_quiet(samples: Int16Array) -> bool:
@@ -197,6 +266,10 @@ def _block_size(rate: int) -> int:
     return max(1, rate * _BLOCK_MS // 1000)
 
 
+BlockSink = Callable[[Int16Array, float], None]
+"""Receives one mono device block (a view valid only during the call) on a PortAudio thread."""
+
+
 class _Capture:
     """The microphone stream: PortAudio thread side."""
 
@@ -205,19 +278,18 @@ class _Capture:
         sd: Any,
         device: int | None,
         fmt: StreamFormat,
-        wake: Callable[[], None],
+        sink: BlockSink,
         failed: Callable[[], None],
     ) -> None:
         self.device = device
         self.format = fmt
-        self.ring: deque[Int16Array] = deque(maxlen=_CAPTURE_RING_BLOCKS)
-        self.dropped = 0
         self.blocks = 0
+        self.overflows = 0  # blocks the device lost before this process could read them
         now = time.monotonic()
         self.last_callback = now
         self.last_nonzero = now
         self.closing = False
-        self._wake = wake
+        self._sink = sink
         self._failed = failed
         self.stream: Any = sd.InputStream(
             device=device,
@@ -232,20 +304,18 @@ class _Capture:
         stream_opened()
 
     def _callback(self, indata: Any, frames: int, time_info: Any, status: Any) -> None:
-        del frames, time_info, status
+        del frames, time_info
         now = time.monotonic()
         self.last_callback = now
-        if indata.any():
-            self.last_nonzero = now
-        if indata.shape[1] == 1:
-            block = indata[:, 0].copy()
-        else:
-            block = indata.mean(axis=1).astype(np.int16)
-        if len(self.ring) == _CAPTURE_RING_BLOCKS:
-            self.dropped += 1
-        self.ring.append(block)
         self.blocks += 1
-        self._wake()
+        if status and status.input_overflow:
+            self.overflows += 1
+        # No per-block check for digital silence here (a numpy reduction is the dearest
+        # thing a callback could do): the watchdog looks at the stored recent blocks.
+        if indata.shape[1] == 1:
+            self._sink(indata[:, 0], now)
+        else:
+            self._sink(indata.mean(axis=1).astype(np.int16), now)
 
     def _finished(self) -> None:
         if not self.closing:
@@ -264,7 +334,7 @@ class _Playback:
         sd: Any,
         device: int | None,
         fmt: StreamFormat,
-        wake: Callable[[], None],
+        sink: BlockSink,
         failed: Callable[[], None],
     ) -> None:
         self.device = device
@@ -275,8 +345,6 @@ class _Playback:
         self.queue: deque[tuple[Int16Array, float]] = deque(maxlen=max_frames)
         self.dropped = 0
         self.trimmed = 0
-        self.rendered: deque[Int16Array | int] = deque(maxlen=_RENDER_RING_BLOCKS)
-        self.render_dropped = 0
         self.underruns = 0
         self.flush_generation = 0
         self._seen_generation = 0
@@ -287,7 +355,7 @@ class _Playback:
         self.latency_recent: deque[float] = deque(maxlen=_LATENCY_SAMPLES)
         self.last_callback = time.monotonic()
         self.closing = False
-        self._wake = wake
+        self._sink = sink
         self._failed = failed
         self.stream: Any = sd.OutputStream(
             device=device,
@@ -316,16 +384,20 @@ class _Playback:
         out = outdata[:, 0]
         filled = 0
         rest = self._rest
+        queue = self.queue
         while filled < frames:
             if rest is None:
+                if not queue:
+                    break
                 try:
-                    rest, queued_at = self.queue.popleft()
-                except IndexError:
+                    rest, queued_at = queue.popleft()
+                except IndexError:  # flushed on the loop between the check and the pop
                     break
                 waited = now - queued_at
                 self.latency_sum += waited
                 self.latency_count += 1
-                self.latency_max = max(self.latency_max, waited)
+                if waited > self.latency_max:
+                    self.latency_max = waited
                 self.latency_recent.append(waited)
             take = min(frames - filled, rest.size)
             out[filled : filled + take] = rest[:take]
@@ -338,11 +410,7 @@ class _Playback:
                 self.underruns += 1
         if outdata.shape[1] > 1:
             outdata[:, 1:] = outdata[:, :1]
-        if len(self.rendered) == _RENDER_RING_BLOCKS:
-            self.render_dropped += 1
-        # Silence travels as a sample count: no copy for the common idle case.
-        self.rendered.append(out.copy() if filled else frames)
-        self._wake()
+        self._sink(out, now)
 
     def _finished(self) -> None:
         if not self.closing:
@@ -409,12 +477,22 @@ class SoundDeviceAudio:
         self._capture: _Capture | None = None
         self._playback: _Playback | None = None
         self._apm: rtc.AudioProcessingModule | None = None
-        self._apm_delay_ms = 0
+        self._apm_delay_ms = 0  # set on the loop, applied on the capture thread
+        self._apm_delay_applied = -1
+        self._apm_errors = 0
         self._cap_chunks: _Rechunker | None = None
         self._render_chunks: _Rechunker | None = None
         self._play_resampler: rtc.AudioResampler | None = None
         self._play_resampler_rates = (0, 0)
-        self._mic_queue: asyncio.Queue[rtc.AudioFrame | None] = asyncio.Queue()
+        self._frame_type: type[rtc.AudioFrame] | None = None
+        # With echo cancellation: rendered frames for the reverse stream, and its one
+        # reusable frame (capture thread only) with a view of its samples.
+        self._render_ring: _RenderRing | None = None
+        self._reverse_frame: rtc.AudioFrame | None = None
+        self._reverse_samples: Int16Array | None = None
+        # Processed mic frames, appended on the capture thread and taken on the loop.
+        self._mic_ready: deque[rtc.AudioFrame | None] = deque(maxlen=_MIC_QUEUE_FRAMES)
+        self._mic_waiter: asyncio.Future[None] | None = None
         self._mic_dropped = 0
         self._muted = False
         self._wake_pending = False
@@ -464,7 +542,14 @@ class SoundDeviceAudio:
             return
         self._started = True
         self._loop = asyncio.get_running_loop()
+        from livekit import rtc
+
+        self._frame_type = rtc.AudioFrame
         self._apm = self._make_apm()
+        if self._apm is not None and self._apm_flags[0]:
+            self._reverse_frame = rtc.AudioFrame.create(SAMPLE_RATE, CHANNELS, SAMPLES_PER_FRAME)
+            self._reverse_samples = np.frombuffer(self._reverse_frame.data, dtype=np.int16)
+            self._render_ring = _RenderRing()
         # Probing and opening devices can take a while (ALSA, a sound server): off the loop.
         if self._use_output:
             self._playback = await asyncio.to_thread(
@@ -481,16 +566,29 @@ class SoundDeviceAudio:
         if self._capture is None and self._playback is None:
             self._failed_note["all"] = "text-only: the audio devices could not be opened"
         if self._capture is None:
-            self._mic_queue.put_nowait(None)
+            self._end_mic_frames()
         self._watchdog = asyncio.create_task(self._watch(), name="fishtalk-audio-watchdog")
 
     async def mic_frames(self) -> AsyncIterator[rtc.AudioFrame]:
         """Processed mic frames until the backend closes or the microphone is lost."""
+        ready = self._mic_ready
+        loop = asyncio.get_running_loop()
         while True:
-            frame = await self._mic_queue.get()
-            if frame is None:
-                return
-            yield frame
+            while ready:
+                frame = ready.popleft()
+                if frame is None:
+                    return
+                if not self._muted:  # captured just before a mute: it must not leave
+                    yield frame
+            waiter = loop.create_future()
+            self._mic_waiter = waiter
+            try:
+                # The capture thread appends before it looks for a waiter, so a frame
+                # that came in since the check above is either seen here or wakes us.
+                if not ready:
+                    await waiter
+            finally:
+                self._mic_waiter = None
 
     def play(self, frame: rtc.AudioFrame) -> None:
         """Queue one agent frame (returns at once; the oldest audio goes when full)."""
@@ -522,11 +620,11 @@ class SoundDeviceAudio:
         """Mute (no frames leave; the mic level reads zero) or unmute."""
         self._muted = muted
         if muted:
-            self._mic_levels.clear()
+            self._mic_ready.clear()
 
     def levels(self) -> AudioLevels:
-        """Mic (raw, before processing) and agent (as rendered) RMS and peak."""
-        mic_rms, mic_peak = self._mic_levels.read()
+        """Mic (raw, before processing; zero while muted) and agent (as rendered) levels."""
+        mic_rms, mic_peak = (0.0, 0.0) if self._muted else self._mic_levels.read()
         agent_rms, agent_peak = self._agent_levels.read()
         return AudioLevels(mic_rms, mic_peak, agent_rms, agent_peak)
 
@@ -548,7 +646,7 @@ class SoundDeviceAudio:
         for stream in (capture, playback):
             if stream is not None:
                 await close_in_background(stream.close)
-        self._mic_queue.put_nowait(None)
+        self._end_mic_frames()
         self._mic_levels.clear()
         self._agent_levels.clear()
 
@@ -563,13 +661,14 @@ class SoundDeviceAudio:
         p95 = recent[min(len(recent) - 1, int(len(recent) * 0.95))] * 1000 if recent else 0.0
         return AudioStats(
             mic_blocks=cap.blocks if cap else 0,
-            mic_dropped_blocks=cap.dropped if cap else 0,
+            mic_dropped_blocks=cap.overflows if cap else 0,
             mic_dropped_frames=self._mic_dropped,
             playback_frames=count,
             playback_dropped_frames=pb.dropped if pb else 0,
             playback_trimmed_frames=pb.trimmed if pb else 0,
             playback_underruns=pb.underruns if pb else 0,
-            render_dropped_blocks=pb.render_dropped if pb else 0,
+            render_dropped_blocks=self._render_ring.dropped if self._render_ring else 0,
+            apm_errors=self._apm_errors,
             handoff_latency_mean_ms=(pb.latency_sum / count * 1000) if pb and count else 0.0,
             handoff_latency_p50_ms=p50,
             handoff_latency_p95_ms=p95,
@@ -607,9 +706,9 @@ class SoundDeviceAudio:
         )
 
     def _update_apm_delay(self) -> None:
-        # Render-to-capture path: both device latencies plus one block on each side for
-        # the hand-over through the loop. AEC3 refines this itself; it needs a start.
-        total = 2 * _BLOCK_MS / 1000
+        # Render-to-capture path: both device latencies (the APM sees each block in its
+        # device callback). AEC3 refines this itself; it needs a start.
+        total = 0.0
         for stream in (self._capture, self._playback):
             if stream is not None:
                 with contextlib.suppress(Exception):
@@ -619,7 +718,7 @@ class SoundDeviceAudio:
     def _open_input(self, device: int | None, *, first: bool) -> _Capture | None:
         try:
             fmt = probe_format(device, "input", preferred_rate=self._preferred_rate)
-            capture = _Capture(self._sd, device, fmt, self._wake, self._input_failed)
+            capture = _Capture(self._sd, device, fmt, self._on_capture, self._input_failed)
         except Exception as exc:
             if first and device is not None:
                 self._emit(f"microphone {device} could not be opened ({exc}); trying the default")
@@ -636,7 +735,7 @@ class SoundDeviceAudio:
     def _open_output(self, device: int | None, *, first: bool) -> _Playback | None:
         try:
             fmt = probe_format(device, "output", preferred_rate=self._preferred_rate)
-            playback = _Playback(self._sd, device, fmt, self._wake, self._output_failed)
+            playback = _Playback(self._sd, device, fmt, self._on_render, self._output_failed)
         except Exception as exc:
             if first and device is not None:
                 self._emit(f"speaker {device} could not be opened ({exc}); trying the default")
@@ -661,67 +760,86 @@ class SoundDeviceAudio:
             return np.zeros(0, dtype=np.int16)
         return np.concatenate([np.frombuffer(f.data, dtype=np.int16) for f in frames])
 
-    # PortAudio threads -> loop
+    # PortAudio threads
 
-    def _wake(self) -> None:
-        if self._wake_pending:
+    def _on_capture(self, block: Int16Array, now: float) -> None:
+        """Capture thread: levels, 10 ms frames, the APM, the hand-over to mic_frames()."""
+        self._mic_levels.store(block, now)  # also read by the watchdog, muted or not
+        ring = self._render_ring
+        if self._muted:
+            if ring is not None:
+                ring.skip()
             return
-        self._wake_pending = True
-        loop = self._loop
-        if loop is None:
-            return
-        # RuntimeError: the loop closed under us; there is nothing left to deliver to.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(self._drain)
-
-    def _drain(self) -> None:
-        # Clear first: a block appended after this line schedules another drain.
-        self._wake_pending = False
-        playback = self._playback
-        if playback is not None:
-            self._drain_render(playback)
-        capture = self._capture
-        if capture is not None:
-            self._drain_capture(capture)
-
-    def _drain_render(self, playback: _Playback) -> None:
-        chunker = self._render_chunks
-        apm = self._apm if self._apm_flags[0] else None
-        while playback.rendered:
-            item = playback.rendered.popleft()
-            block = np.zeros(item, dtype=np.int16) if isinstance(item, int) else item
-            self._agent_levels.feed(block)
-            if apm is None or chunker is None:
-                continue
-            from livekit import rtc
-
-            for chunk in chunker.push(block):
-                frame = rtc.AudioFrame(bytearray(chunk), SAMPLE_RATE, CHANNELS, SAMPLES_PER_FRAME)
-                apm.process_reverse_stream(frame)
-
-    def _drain_capture(self, capture: _Capture) -> None:
         chunker = self._cap_chunks
-        if chunker is None:
+        frame_type = self._frame_type
+        if chunker is None or frame_type is None:
             return
-        from livekit import rtc
-
         apm = self._apm
-        aec = self._apm_flags[0]
-        while capture.ring:
-            block = capture.ring.popleft()
-            if self._muted:
-                continue
-            self._mic_levels.feed(block)
-            for chunk in chunker.push(block):
-                frame = rtc.AudioFrame(bytearray(chunk), SAMPLE_RATE, CHANNELS, SAMPLES_PER_FRAME)
-                if apm is not None:
-                    if aec:
-                        apm.set_stream_delay_ms(self._apm_delay_ms)
-                    apm.process_stream(frame)
-                if self._mic_queue.qsize() >= _MIC_QUEUE_FRAMES:
-                    self._mic_queue.get_nowait()
-                    self._mic_dropped += 1
-                self._mic_queue.put_nowait(frame)
+        reverse, reverse_samples = self._reverse_frame, self._reverse_samples
+        if ring is not None and apm is not None and reverse is not None:
+            for rendered in ring.pending():  # what the speaker played since the last block
+                if reverse_samples is not None:
+                    reverse_samples[:] = rendered
+                try:
+                    apm.process_reverse_stream(reverse)
+                except Exception as exc:
+                    self._apm_failed(exc)
+        if apm is not None and self._apm_flags[0] and self._apm_delay_applied != self._apm_delay_ms:
+            delay = self._apm_delay_ms
+            try:
+                apm.set_stream_delay_ms(delay)
+                self._apm_delay_applied = delay
+            except Exception as exc:
+                self._apm_failed(exc)
+        ready = self._mic_ready
+        for chunk in chunker.push(block):
+            frame = frame_type(bytearray(chunk), SAMPLE_RATE, CHANNELS, SAMPLES_PER_FRAME)
+            if apm is not None:
+                try:
+                    apm.process_stream(frame)  # in place
+                except Exception as exc:
+                    self._apm_failed(exc)
+            if len(ready) == _MIC_QUEUE_FRAMES:
+                self._mic_dropped += 1  # the deque drops its oldest frame
+            ready.append(frame)
+        if (
+            self._mic_waiter is not None
+            and len(ready) >= _MIC_WAKE_FRAMES
+            and not self._wake_pending
+        ):
+            self._wake_pending = True
+            loop = self._loop
+            if loop is not None:
+                # RuntimeError: the loop closed under us; there is nothing to deliver to.
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._wake_mic_consumer)
+
+    def _on_render(self, block: Int16Array, now: float) -> None:
+        """Render thread: the agent level and, with echo cancellation, the render ring."""
+        self._agent_levels.store(block, now)
+        ring = self._render_ring
+        chunker = self._render_chunks
+        if ring is None or chunker is None:
+            return
+        for chunk in chunker.push(block):
+            ring.put(chunk)
+
+    def _apm_failed(self, exc: Exception) -> None:
+        self._apm_errors += 1
+        if self._apm_errors == 1:
+            _log.warning("audio processing failed (the frame passes unprocessed): %s", exc)
+
+    # the loop side of the hand-over
+
+    def _wake_mic_consumer(self) -> None:
+        self._wake_pending = False
+        waiter = self._mic_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _end_mic_frames(self) -> None:
+        self._mic_ready.append(None)
+        self._wake_mic_consumer()
 
     # failures and the watchdog
 
@@ -783,7 +901,7 @@ class SoundDeviceAudio:
             return
         if kind == "input":
             self._mic_levels.clear()
-            self._mic_queue.put_nowait(None)
+            self._end_mic_frames()
             self._emit(f"{label} failed ({why}); continuing without a microphone (type instead)")
         else:
             self._agent_levels.clear()
@@ -813,6 +931,10 @@ class SoundDeviceAudio:
             now = time.monotonic()
             capture = self._capture
             if capture is not None and not capture.closing:
+                # Sampled, not per block: 50 ms of every half second. A working mic's
+                # noise floor is never exactly zero for that long.
+                if self._mic_levels.has_signal():
+                    capture.last_nonzero = now
                 if not capture.stream.active:
                     self._on_failure("input", "the stream stopped")
                 elif now - capture.last_callback > limit:

@@ -318,3 +318,60 @@ def test_sound_server_gone_degrades_to_text_only() -> None:
     assert result["mic_frames_ended"]
     assert not result["has_input"]
     assert result["description"].startswith("text-only: audio devices failed (")
+
+
+async def test_duplex_with_all_processing_loses_nothing(
+    vaudio: VirtualAudio, open_audio: Opener
+) -> None:
+    # The APM runs in both device callbacks: a few seconds of mic tone and agent audio
+    # at once must pass without a dropped frame, an underrun or an APM error.
+    backend = await open_audio()
+    tap = MicTap(backend)
+    feeder = vaudio.feed_mic(tone(440, 2.5).tobytes())
+    try:
+        from livekit import rtc
+
+        agent = tone(880, 2.0, amplitude=0.2)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for i in range(0, agent.size, 480):  # in real time, as an agent's track arrives
+            backend.play(rtc.AudioFrame(agent[i : i + 480].tobytes(), RATE, 1, 480))
+            await asyncio.sleep(max(0.0, start + (i + 480) / RATE - loop.time()))
+        await wait_for(lambda: backend.stats().playback_frames >= 200, 10, "all frames played")
+        await wait_for(lambda: tap.loud_seconds() >= 1.5, 10, "1.5 s of mic tone")
+    finally:
+        await asyncio.to_thread(feeder.wait, 10)
+        await tap.stop()
+    stats = backend.stats()
+    assert stats.mic_dropped_frames == 0
+    assert stats.playback_dropped_frames == 0
+    assert stats.playback_underruns == 0
+    assert stats.render_dropped_blocks == 0
+    assert stats.apm_errors == 0
+    # Frames reach mic_frames() in order and whole: the tone survives the processing
+    # (noise suppression and auto gain keep a steady tone; its pitch is unchanged).
+    assert abs(dominant_frequency(loud_samples(tap.samples())) - 440) < 3
+
+
+async def test_mic_frames_wait_for_frames_and_end_on_close(open_audio: Opener) -> None:
+    # A consumer that waits (nothing queued) is woken by the capture thread; closing the
+    # backend ends the iteration even while the consumer is waiting.
+    backend = await open_audio(raw=True)
+    received: list[int] = []
+    ended = asyncio.Event()
+
+    async def consume() -> None:
+        async for frame in backend.mic_frames():
+            received.append(frame.samples_per_channel)
+        ended.set()
+
+    task = asyncio.create_task(consume())
+    try:
+        await wait_for(lambda: len(received) >= 50, 10, "50 frames from a waiting consumer")
+        await backend.aclose()
+        await asyncio.wait_for(ended.wait(), 5)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert set(received) == {480}
