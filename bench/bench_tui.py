@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import math
 import statistics
 import time
 import tracemalloc
@@ -224,14 +225,19 @@ async def main(quick: bool, sizes_arg: str | None, only_big: bool) -> None:
     if streaming is not None and paced is not None:
         _print_rates(streaming, paced)
     for n, result in big:
+        dropped = result["drop_frame_ms"]
+        drop = (
+            "no block has dropped yet"
+            if math.isnan(dropped)
+            else f"the frame where an old block drops {dropped:.2f} ms, "
+            f"{result['drop_wraps']:.0f} re-wrapped"
+        )
         print(
             f"| {n:,} segments | memory {result['memory_mb']:.1f} MB (tracemalloc), "
             f"{result['held']:.0f} held + {result['hidden']:.0f} summarised, "
             f"draw after a streaming token p50 {result['frame_ms_p50']:.2f} ms "
             f"(max {result['frame_ms_max']:.2f} ms), "
-            f"{result['wraps_per_frame']:.2f} segments re-wrapped per frame; "
-            f"the frame where an old block drops {result['drop_frame_ms']:.2f} ms, "
-            f"{result['drop_wraps']:.0f} re-wrapped |"
+            f"{result['wraps_per_frame']:.2f} segments re-wrapped per frame; {drop} |"
         )
     print()
 

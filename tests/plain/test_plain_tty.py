@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pty
 import sys
@@ -125,6 +126,11 @@ class Terminal:
         while loop.time() < deadline:
             pid, status = os.waitpid(self.pid, os.WNOHANG)  # noqa: ASYNC222 - WNOHANG: no wait
             if pid:
+                # What it wrote last may still sit in the terminal: read to the end (EIO).
+                while not self.closed and loop.time() < deadline:
+                    self._data.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._data.wait(), deadline - loop.time())
                 return os.waitstatus_to_exitcode(status)
             await asyncio.sleep(0.05)
         pytest.fail("fishtalk chat did not exit")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from session_harness import WAIT, Sim, until
+from test_tools_command import gone
 
 from fishtalk import protocol as p
 from fishtalk.config import Settings, ToolDecl
@@ -23,14 +24,6 @@ from fishtalk.tools.builtins import BuiltinOptions
 pytestmark = pytest.mark.webrtc
 
 PY = sys.executable
-
-
-def gone(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 def read_pids(path: Path) -> list[int]:

@@ -47,7 +47,7 @@ def gone(pid: int) -> bool:
     """True when ``pid`` no longer runs (absent, or a zombie waiting to be reaped)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # ESRCH: it went while being read
         return True
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
