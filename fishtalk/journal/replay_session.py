@@ -158,15 +158,15 @@ class ReplaySession:
             self._end_here()
         return self._result()
 
-    async def _until_woken(self, timeout: float | None) -> bool:
-        """Wait for a key, a hang-up, or ``timeout``; True if woken before it."""
-        waits = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(self._stop.wait())]
+    async def _until_woken(self, wait: float | None) -> bool:
+        """Wait for a key or a hang-up (both set ``_wake``), or ``wait`` seconds; True if
+        woken before then."""
         try:
-            done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waits:
-                w.cancel()
-        return bool(done)
+            async with asyncio.timeout(wait):
+                await self._wake.wait()
+        except TimeoutError:
+            return False
+        return True
 
     # --- the replay keys ---------------------------------------------------------------
 
@@ -256,6 +256,7 @@ class ReplaySession:
     def hangup(self) -> None:
         """Stop the playback where it is."""
         self._stop.set()
+        self._wake.set()
 
     def audio_levels(self) -> AudioLevels:
         """Always silent."""
@@ -264,7 +265,7 @@ class ReplaySession:
 
 def _segments(state: conv.State) -> int:
     """How many transcript segments ``state`` has had (including any dropped)."""
-    return len(state.transcript) + state.transcript.dropped
+    return len(state.segment_log) + state.segment_log.dropped
 
 
 __all__ = ["SEEK_STEP", "SPEEDS", "ReplayEnd", "ReplaySession"]
