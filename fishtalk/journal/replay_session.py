@@ -73,6 +73,8 @@ class ReplaySession:
         self._pos_wall = clock()
         self.paused = False
         """The play head stands still (the keys still step and seek)."""
+        self.parked = False
+        """Paused, and the playback waits for a key with nothing scheduled."""
         self.finished = False
         """The whole journal has been played."""
         self.scheduled: list[float] = []
@@ -135,7 +137,11 @@ class ReplaySession:
         while not self._stop.is_set() and self._next < len(self._played):
             self._wake.clear()
             if self.paused:
-                await self._until_woken(None)
+                self.parked = True
+                try:
+                    await self._until_woken(None)
+                finally:
+                    self.parked = False
                 continue
             at, state = self._played[self._next]
             wait = 0.0

@@ -150,8 +150,17 @@ class ReplayApp(FishtalkApp):
         self.show_replay_status()
 
     def action_replay_seek(self, seconds: float) -> None:
-        """Left/Right: seek."""
+        """Left/Right: seek. Back in time, the transcript and the cards start again from
+        the state the replay rebuilt (widgets only ever follow a state forward)."""
         self.replay.seek(float(seconds))
+        if seconds < 0:
+            state = self.replay.state
+            self._transcript.restart()
+            self._tools.restart()
+            # Errors and notices up to here were toasted already.
+            self._seen_error = state.errors[-1] if state.errors else None
+            self._seen_notice = state.notices[-1] if state.notices else None
+            self._draw(state)
         self.show_replay_status()
 
     def action_replay_speed(self, direction: int) -> None:
