@@ -106,6 +106,11 @@ class ReplaySession:
         return max(0.0, min(pos, self.duration))
 
     @property
+    def now(self) -> float:
+        """The play head on the recorded session clock (what ``State.clock`` counts in)."""
+        return self._start + self.position
+
+    @property
     def shown(self) -> int:
         """How many of the recorded states have been shown (the index of the next one)."""
         return self._next

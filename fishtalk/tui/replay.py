@@ -48,6 +48,11 @@ class ReplayControls(SessionLike, Protocol):
         """Seconds the recording lasts."""
         ...
 
+    @property
+    def now(self) -> float:
+        """The play head on the recorded session clock."""
+        ...
+
     def toggle_pause(self) -> None:
         """Pause or play on."""
         ...
@@ -88,14 +93,16 @@ class ReplayApp(FishtalkApp):
         *FishtalkApp.BINDINGS,
         Binding("space", "replay_pause", "Pause", priority=True),
         Binding("n", "replay_step", "Next turn", priority=True),
-        Binding("left", "replay_seek(-10)", "-10s", show=False, priority=True),
-        Binding("right", "replay_seek(10)", "Seek ←→", priority=True),
-        Binding("minus", "replay_speed(-1)", "Slower", show=False, priority=True),
-        Binding("plus,equals_sign", "replay_speed(1)", "Speed -+", priority=True),
+        Binding("left", "replay_seek(-10)", "Seek", key_display="←→", priority=True),
+        Binding("right", "replay_seek(10)", "Seek", show=False, priority=True),
+        Binding("minus", "replay_speed(-1)", "Speed", key_display="-+", priority=True),
+        Binding("plus,equals_sign", "replay_speed(1)", "Speed", show=False, priority=True),
     ]
     STATUS_HZ: ClassVar[float] = 4.0
 
     def __init__(self, session: ReplayControls, **kwargs: object) -> None:
+        # The session clock is the recording's: where the play head is.
+        kwargs.setdefault("clock", lambda: session.now)
         super().__init__(session, **kwargs)  # type: ignore[arg-type]
         self.replay: ReplayControls = session
         self._replay_status = Static("", id="replay-status", markup=False)
@@ -106,6 +113,7 @@ class ReplayApp(FishtalkApp):
         """The status line goes into the top bar, before the connection."""
         self.query_one("#topbar").mount(self._replay_status, before="#connection")
         self._input.disabled = True
+        self._input.placeholder = "A replay is read-only"
         self.show_replay_status()
         if self._live_timers:
             self.set_interval(1.0 / self.STATUS_HZ, self.show_replay_status)
