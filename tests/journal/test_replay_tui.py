@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -310,3 +320,55 @@ async def test_the_help_screen_and_footer_list_the_replay_keys() -> None:
         await pilot.press("escape")
         session.hangup()
         await wait_for(pilot, lambda: app.finished is not None, "the end")
+
+
+def test_fishtalk_replay_on_a_terminal_has_the_playback_keys(tmp_path: Path) -> None:
+    """The command itself: on a terminal it opens the replay app; Space pauses it (the top
+    bar says so) and Ctrl+X stops the playback."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "HOME": str(tmp_path), "NO_COLOR": "1"}
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fishtalk", "replay", str(FIXTURE), "--speed", "0.01"],
+        stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True,
+    )  # fmt: skip
+    os.close(slave)
+    shown = b""
+
+    def until(needle: bytes) -> None:
+        nonlocal shown
+        deadline = time.monotonic() + 60
+        while needle not in shown:
+            assert time.monotonic() < deadline, f"no {needle!r} on the terminal"
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the process closed the terminal
+                    break
+                shown += chunk
+        assert needle in shown, f"no {needle!r} on the terminal"
+
+    try:
+        until("0.01x".encode())
+        until("Next turn".encode())  # the footer lists the replay's keys
+        os.write(master, b" ")
+        until("⏸ paused".encode())
+        os.write(master, b"n")
+        until("hello journal".encode())
+        os.write(master, b"\x18")  # Ctrl+X: stop the playback
+        until("Replay stopped".encode())
+        os.write(master, b"q")
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline:
+            select.select([master], [], [], 0.1)
+            with contextlib.suppress(OSError):
+                os.read(master, 65536)
+        assert proc.wait(timeout=5) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
