@@ -352,14 +352,14 @@ def test_fishtalk_replay_on_a_terminal_has_the_playback_keys(tmp_path: Path) -> 
         assert needle in shown, f"no {needle!r} on the terminal"
 
     try:
-        until("0.01x".encode())
-        until("Next turn".encode())  # the footer lists the replay's keys
+        until(b"0.01x")
+        until(b"Next turn")  # the footer lists the replay's keys
         os.write(master, b" ")
         until("⏸ paused".encode())
         os.write(master, b"n")
-        until("hello journal".encode())
+        until(b"hello journal")
         os.write(master, b"\x18")  # Ctrl+X: stop the playback
-        until("Replay stopped".encode())
+        until(b"Replay stopped")
         os.write(master, b"q")
         deadline = time.monotonic() + 30
         while proc.poll() is None and time.monotonic() < deadline:
