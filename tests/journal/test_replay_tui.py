@@ -372,3 +372,28 @@ def test_fishtalk_replay_on_a_terminal_has_the_playback_keys(tmp_path: Path) -> 
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+async def test_n_steps_while_playing_and_playing_goes_on_from_there() -> None:
+    journal = read_journal(FIXTURE)
+    recorded = list(states(journal))
+    session = ReplaySession(journal, speed=0.01, clock=FakeClock())  # 100 times slower
+    app = replay_app(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: session.shown >= 1, "the first state")
+        assert len(session.state.transcript) == 1
+        await pilot.press("n")  # the agent's first turn, 20 s away at this speed
+        await wait_for(pilot, lambda: drawn(app, session), "the step")
+        assert not session.paused
+        assert [seg.role for seg in session.state.transcript] == ["user", "agent"]
+        assert shown_transcript(app) == transcript_of(recorded[session.shown - 1][1])
+        # Still playing: the next wait is planned from the new place.
+        step_at = recorded[session.shown - 1][0]
+        later = next(t for t, _ in recorded[session.shown :] if t > step_at)
+        await wait_for(
+            pilot,
+            lambda: session.scheduled[-1:] == [pytest.approx((later - step_at) / 0.01)],
+            "the wait from the new place",
+        )
+        session.hangup()
+        await wait_for(pilot, lambda: app.finished is not None, "the end")
