@@ -11,7 +11,9 @@ Measures:
   reduced per second, frames drawn per second (capped at the app's RENDER_HZ), segments
   re-wrapped per frame;
 * paced: 50 updates per second (the issue's target) for a few seconds: frames drawn and the
-  CPU share the app used;
+  CPU share the app used; once more with a session journal written (a
+  :class:`~fishtalk.journal.writer.JournalWriter` observing every input and state, as a
+  live session's does), to see what the journal costs the TUI;
 * big transcript: memory (tracemalloc) after N segments, and the cost of one frame when the
   last of N segments changes (only that one is re-wrapped: the view is bounded + cached).
 """
@@ -23,10 +25,14 @@ import asyncio
 import gc
 import math
 import statistics
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 from fishtalk import conversation as c
+from fishtalk.journal.writer import JournalWriter
+from fishtalk.observe import Observer, Reduced
 from fishtalk.protocol import ATTR_AGENT_STATE
 from fishtalk.testing.scripted import ScriptedSession
 from fishtalk.tui.app import FishtalkApp
@@ -34,6 +40,23 @@ from fishtalk.tui.widgets.transcript import Transcript
 
 SIZE = (100, 30)
 BATCH = 10
+
+
+class JournaledSession(ScriptedSession):
+    """The scripted session with a session observer, called as a live session calls it:
+    each input just before it is reduced, then the state it led to."""
+
+    def __init__(self, observer: Observer) -> None:
+        super().__init__()
+        self._observer = observer
+
+    def feed(self, *inputs: c.Input) -> c.State:
+        """Reduce each input, observed before and after."""
+        for inp in inputs:
+            self._observer(inp)
+            super().feed(inp)
+            self._observer(Reduced(self.state, inp.at))
+        return self.state
 
 
 def _connected(session: ScriptedSession) -> None:
@@ -91,9 +114,21 @@ async def bench_streaming(seconds: float) -> dict[str, float]:
         }
 
 
-async def bench_paced(seconds: float, rate: float) -> dict[str, float]:
-    """A steady ``rate`` updates per second, as a fast talker's transcript would arrive."""
-    session = ScriptedSession()
+async def bench_paced(seconds: float, rate: float, *, journal: bool = False) -> dict[str, float]:
+    """A steady ``rate`` updates per second, as a fast talker's transcript would arrive;
+    ``journal``: with a journal written to a temporary file."""
+    if not journal:
+        return await _paced(ScriptedSession(), seconds, rate)
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = JournalWriter(Path(tmp) / "bench.jsonl", agent_id="bench", front_end="tui")
+        try:
+            result = await _paced(JournaledSession(writer.observe), seconds, rate)
+        finally:
+            writer.close()
+        return {**result, "journal_records": float(writer.written)}
+
+
+async def _paced(session: ScriptedSession, seconds: float, rate: float) -> dict[str, float]:
     app = _app(session)
     async with app.run_test(size=SIZE, headless=True):
         _connected(session)
@@ -210,6 +245,7 @@ async def main(quick: bool, sizes_arg: str | None, only_big: bool) -> None:
     seconds = 1.5 if quick else 4.0
     streaming = None if only_big else await bench_streaming(seconds)
     paced = None if only_big else await bench_paced(seconds, 50.0)
+    journaled = None if only_big else await bench_paced(seconds, 50.0, journal=True)
     sizes: tuple[int, ...] = (500, 2000) if quick else (1000, 5000, 10000)
     if sizes_arg:
         sizes = tuple(int(n) for n in sizes_arg.split(","))
@@ -222,8 +258,8 @@ async def main(quick: bool, sizes_arg: str | None, only_big: bool) -> None:
     )
     print("| scenario | result |")
     print("| --- | --- |")
-    if streaming is not None and paced is not None:
-        _print_rates(streaming, paced)
+    if streaming is not None and paced is not None and journaled is not None:
+        _print_rates(streaming, paced, journaled)
     for n, result in big:
         dropped = result["drop_frame_ms"]
         drop = (
@@ -242,7 +278,9 @@ async def main(quick: bool, sizes_arg: str | None, only_big: bool) -> None:
     print()
 
 
-def _print_rates(streaming: dict[str, float], paced: dict[str, float]) -> None:
+def _print_rates(
+    streaming: dict[str, float], paced: dict[str, float], journaled: dict[str, float]
+) -> None:
     print(
         f"| streaming, as fast as possible, bursts of {BATCH} "
         f"({streaming['segments']:.0f} segments) | "
@@ -255,6 +293,13 @@ def _print_rates(streaming: dict[str, float], paced: dict[str, float]) -> None:
         f"| paced at 50 updates/s | {paced['updates_per_s']:.1f} updates/s fed, "
         f"{paced['frames_per_s']:.1f} frames/s drawn, CPU {paced['cpu_share']:.0%}, "
         f"feed lag p50 {paced['feed_lag_p50_ms']:.1f} ms |"
+    )
+    print(
+        f"| paced at 50 updates/s, journal on | {journaled['updates_per_s']:.1f} updates/s "
+        f"fed, {journaled['frames_per_s']:.1f} frames/s drawn, "
+        f"CPU {journaled['cpu_share']:.0%}, "
+        f"feed lag p50 {journaled['feed_lag_p50_ms']:.1f} ms, "
+        f"{journaled['journal_records']:.0f} records written |"
     )
 
 

@@ -1144,7 +1144,8 @@ def replay(
     ] = False,
 ) -> None:
     """Play a past session back with its original timing, read-only: no network, no audio.
-    The TUI on a terminal (Ctrl+X stops), line mode otherwise. A damaged journal plays up
+    The TUI on a terminal (Space pauses, n jumps to the next turn, Left/Right seek 10 s,
+    -/+ change the speed, Ctrl+X stops), line mode otherwise. A damaged journal plays up
     to the damage, then one line (exit 2)."""
     from fishtalk.journal.reader import find_journal, read_journal
     from fishtalk.journal.replay import play_plain
@@ -1154,9 +1155,14 @@ def replay(
     journal = read_journal(find_journal(ref, _journal_dir()))
     if wants_tui(plain):
         from fishtalk.journal.replay_session import ReplaySession
+        from fishtalk.tui.replay import ReplayApp
         from fishtalk.tui.run import run_app
 
-        run_app(ReplaySession(journal, speed=speed), title=f"replay {journal.journal_id}")
+        run_app(
+            ReplaySession(journal, speed=speed),
+            title=f"replay {journal.journal_id}",
+            app_type=ReplayApp,
+        )
         _damaged(journal.damage)
         return
     state = play_plain(journal, sys.stdout, speed=speed)

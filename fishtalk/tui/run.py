@@ -68,13 +68,15 @@ def run_app(
     title: str = "",
     keymap: KeyMap = None,
     first_frame: threading.Event | None = None,
+    app_type: type[FishtalkApp] | None = None,
 ) -> int | None:
     """Run ``session`` in the full-screen TUI, bound to ``link``; return the exit code the
     app chose (from the one table in :mod:`fishtalk.errors`), None if it never chose one.
-    ``first_frame`` is set once the app has drawn its first frame."""
+    ``first_frame`` is set once the app has drawn its first frame. ``app_type``: the app
+    class (the replay's, say)."""
     from fishtalk.tui.app import FishtalkApp
 
-    app = FishtalkApp(session, title=title, keymap=keymap)
+    app = (app_type or FishtalkApp)(session, title=title, keymap=keymap)
     if first_frame is not None:
         app.first_frame = first_frame
     if link is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from rich.table import Table
@@ -26,11 +26,13 @@ def key_label(key: str) -> str:
     return " / ".join(parts)
 
 
-def help_table(keymap: Mapping[str, str]) -> Table:
-    """A two-column table: key, what it does."""
+def help_table(keymap: Mapping[str, str], extra: Sequence[tuple[str, str]] = ()) -> Table:
+    """A two-column table: key, what it does (``extra`` rows first: a mode's own keys)."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
+    for key, text in extra:
+        table.add_row(key, Text(text))
     table.add_row("Enter", "Send the typed message.")
     table.add_row("↑ ↓ in the input", "Recall messages you sent.")
     for spec in ACTIONS:
@@ -48,15 +50,16 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,question_mark,f1,q", "dismiss_help", "Close", show=True),
     ]
 
-    def __init__(self, keymap: Mapping[str, str]) -> None:
+    def __init__(self, keymap: Mapping[str, str], *, extra: Sequence[tuple[str, str]] = ()) -> None:
         super().__init__()
         self._keymap = dict(keymap)
+        self._extra = tuple(extra)
 
     def compose(self) -> ComposeResult:
         """A titled box with the key table."""
         with VerticalScroll(id="help-box"):
             yield Static(Text("fishtalk keys", style="bold"), id="help-title")
-            yield Static(help_table(self._keymap), id="help-table")
+            yield Static(help_table(self._keymap, self._extra), id="help-table")
             yield Static(Text("Esc closes this screen.", style="dim"))
 
     def action_dismiss_help(self) -> None:

@@ -378,6 +378,13 @@ class ToolPanel(VerticalScroll, can_focus=True):
         else:
             self._live_views.discard(view)
 
+    def restart(self) -> None:
+        """Forget the cards; the next :meth:`show` mounts its log's afresh (a replay that
+        went back in time)."""
+        self._tool_log = None
+        self._ended = False
+        self._remove_all()
+
     def _remove_all(self) -> None:
         for view in self._cards.values():
             if view.is_mounted:

@@ -508,6 +508,12 @@ class Transcript(TranscriptView[TranscriptItem]):
             return self._first_seg
         return self._dropped_segments + self._live_segments
 
+    def restart(self) -> None:
+        """Forget what is shown; the next :meth:`show` draws its state afresh (a replay
+        that went back in time)."""
+        self._seg_log = None
+        self._restart()
+
     def _restart(self) -> None:
         self._clear()
         self._origin = 0
