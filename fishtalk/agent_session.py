@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 
 from fishtalk import conversation as conv
 from fishtalk.errors import EXIT_CONNECTION, EXIT_ERROR, FishtalkError
+from fishtalk.native import let_sdk_settle
 from fishtalk.tools.registry import Approver, ToolContext, ToolRegistry
 from fishtalk.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 
@@ -423,6 +424,7 @@ class AgentSession:
         # is never cancelled: wait_closed() lets it settle and disconnects.
         result = await asyncio.shield(run)
         await self._session.wait_closed()
+        await let_sdk_settle()
         return result
 
     # --- state -------------------------------------------------------------------------

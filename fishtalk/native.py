@@ -22,7 +22,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Final, NoReturn, TextIO
 
 from fishtalk import paths
 
@@ -162,6 +162,27 @@ def note_wedged_audio_stream() -> None:
     if not _wedged_audio_streams:
         atexit.register(_skip_portaudio_terminate_at_exit)
     _wedged_audio_streams += 1
+
+
+SDK_LATE_EVENTS_GRACE: Final = 0.3
+"""Seconds :func:`let_sdk_settle` waits after a room has disconnected."""
+
+
+async def let_sdk_settle() -> None:
+    """Give livekit's native threads a moment to deliver their last events.
+
+    Tied to livekit==1.2.1, like :func:`exit_process`: after a room has disconnected, the
+    SDK's Rust threads still hand a last batch of events (its forwarded log lines among
+    them) to Python through the FFI callback. A script that returns from ``asyncio.run``
+    and exits at once can be finalizing by then; Python ends a foreign thread that calls in
+    during finalization, which Rust cannot unwind, so the process aborts (exit -6) after a
+    good session (seen in 1 of 12 runs under load; none in 16 with this wait). A library
+    cannot skip finalization as the CLI does, so :class:`~fishtalk.AgentSession` waits here
+    while the loop is still running.
+    """
+    import asyncio
+
+    await asyncio.sleep(SDK_LATE_EVENTS_GRACE)
 
 
 def exit_process(code: int) -> NoReturn:
