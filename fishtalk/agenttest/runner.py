@@ -55,6 +55,8 @@ class Target:
     public: bool = False
     origin: str | None = None
     timeouts: Timeouts | None = None
+    fallback_agent: str | None = None
+    """The agent id when neither ``agent_id`` (``--agent``) nor the file names one."""
 
 
 @dataclass(frozen=True)
@@ -395,7 +397,7 @@ async def run_test(
 
     result = TestResult(test.name, test.path, run=run)
     started = time.monotonic()
-    agent_id = target.agent_id or test.agent
+    agent_id = target.agent_id or test.agent or target.fallback_agent
     if not agent_id:
         result.status = "error"
         result.error = "no agent id: pass --agent or set agent = ... in the file"
