@@ -576,8 +576,8 @@ async def _do_turn(session: AgentSession, turn: Turn, window: _Window, timeout: 
             "hangup": "the session to end",
         }.get(action, "the turn")
         raise _TurnAborted(
-            f"timed out: no {what} within {timeout:g} s (is the agent hung? raise `timeout` "
-            "if it is just slow)"
+            f"timed out after {timeout:g} s waiting for {what} (is the agent hung? raise "
+            "`timeout` if it is just slow)"
         ) from None
     except SessionEndedError as exc:
         raise _TurnAborted(f"the session ended first ({exc.reason})") from None
