@@ -436,6 +436,17 @@ async def run_test(
         async with session:
             if on_session is not None:
                 on_session(session)
+            if test.greets and test.turns[0].action != "listen":
+                try:
+                    await session.wait_for_reply(test.timeout)
+                except TimeoutError:
+                    failures.append(
+                        Failure(
+                            "greeting",
+                            "the agent greets (set greets = false if it waits for the user)",
+                            f"no line from the agent within {test.timeout:g} s",
+                        )
+                    )
             for index, turn in enumerate(test.turns, start=1):
                 where = f"turn {index} ({turn.describe()})"
                 if windows:

@@ -6,6 +6,8 @@ A test file holds one conversation to run against an agent and what to expect of
     agent = "my-agent-id"           # optional; --agent wins
     timeout = 30                    # seconds each turn may take [30]
     text_only = true                # typed turns get text replies [true]
+    greets = true                   # the agent speaks first; unless the first turn is
+                                    # `listen`, its first line is taken before turn 1 [true]
 
     [tools.lookup_order]            # a client tool answered from a fixture:
     result = { status = "shipped" } # ... a result (any TOML value)
@@ -221,6 +223,9 @@ class TestFile(_Model):
     agent: str | None = None
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
     text_only: bool = True
+    greets: bool = True
+    """The agent says something first: when the first turn is not ``listen``, the runner
+    takes that line before it (so a ``say`` turn's reply is never the greeting)."""
     tools: dict[str, ToolFixture] = Field(default_factory=dict)
     turns: list[Turn] = Field(min_length=1)
     expect: Expect = Field(default_factory=Expect)
@@ -314,6 +319,7 @@ name = "greets and answers"
 # agent = "your-agent-id"     # or pass --agent
 timeout = 30                  # seconds each turn may take
 text_only = true              # typed turns get text replies
+greets = true                 # the agent speaks first (false: it waits for the user)
 
 # Client tools the agent may call, answered from fixtures (a result or an error).
 # A call to a tool not declared here fails the test.
