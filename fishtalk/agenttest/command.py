@@ -60,7 +60,10 @@ def exit_code(results: Sequence[TestResult], *, interrupted: bool = False) -> in
 
 
 async def _run(
-    command: TestCommand, tests: Sequence[TestFile], report: Callable[[TestResult], None]
+    command: TestCommand,
+    tests: Sequence[TestFile],
+    report: Callable[[TestResult], None],
+    start: Callable[[TestFile, int], None],
 ) -> tuple[list[TestResult], bool]:
     if command.sim:
         async with sim_target(
@@ -73,9 +76,13 @@ async def _run(
                 timeouts=target.timeouts,
                 fallback_agent=SIM_DEFAULT_AGENT,
             )
-            results = await run_tests(tests, target, command.options, on_result=report)
+            results = await run_tests(
+                tests, target, command.options, on_result=report, on_start=start
+            )
     else:
-        results = await run_tests(tests, command.target, command.options, on_result=report)
+        results = await run_tests(
+            tests, command.target, command.options, on_result=report, on_start=start
+        )
     task = asyncio.current_task()
     interrupted = task is not None and task.cancelling() > 0
     return results, interrupted
@@ -92,7 +99,10 @@ def run_command(command: TestCommand, out: Callable[[str], None]) -> int:
         for line in result_lines(result):
             out(line)
 
-    results, interrupted = asyncio.run(_run(command, tests, report))
+    def start(test: TestFile, run: int) -> None:
+        out(f"RUN  {test.name if run == 1 else f'{test.name} #{run}'}")
+
+    results, interrupted = asyncio.run(_run(command, tests, report, start))
     for line in summary_lines(results):
         out(line)
     if interrupted:

@@ -629,17 +629,23 @@ async def run_tests(
     options: RunOptions = RunOptions(),
     *,
     on_result: Callable[[TestResult], None] | None = None,
+    on_start: Callable[[TestFile, int], None] | None = None,
 ) -> list[TestResult]:
     """Run every test ``options.repeat`` times, at most ``options.concurrency`` sessions at
-    once; results in plan order. ``on_result`` is called as each finishes. Cancelled (Ctrl-C),
+    once; results in plan order. ``on_start(test, run)`` is called once a session is
+    connected, ``on_result`` as each finishes. Cancelled (Ctrl-C),
     it hangs up the open sessions and returns what finished."""
     jobs = plan(tests, options)
     gate = asyncio.Semaphore(max(1, options.concurrency))
     results: dict[int, TestResult] = {}
 
     async def one(index: int, test: TestFile, run: int) -> None:
+        def started(_session: AgentSession) -> None:
+            if on_start is not None:
+                on_start(test, run)
+
         async with gate:
-            result = await run_test(test, target, run=run)
+            result = await run_test(test, target, run=run, on_session=started)
         results[index] = result
         if on_result is not None:
             on_result(result)
