@@ -76,7 +76,7 @@ def test_init_starter_passes_against_the_sim(tmp_path: Path) -> None:
     assert fishtalk("--init", path).returncode == 0
     done = fishtalk(path, "--sim")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "PASS starter" in done.stdout
+    assert "PASS greets and answers" in done.stdout
 
 
 @pytest.mark.webrtc

@@ -18,7 +18,7 @@ from .conftest import EXAMPLES, FILES, markers
 
 pytestmark = pytest.mark.webrtc
 
-PASS = sorted((FILES / "pass").glob("*.toml")) + [EXAMPLES / "support.toml"]
+PASS = [*sorted((FILES / "pass").glob("*.toml")), EXAMPLES / "support.toml"]
 FAIL = sorted((FILES / "fail").glob("*.toml"))
 
 
@@ -26,9 +26,7 @@ FAIL = sorted((FILES / "fail").glob("*.toml"))
 def results(sim: SimInfo) -> Mapping[str, TestResult]:
     """Every file run once, four sessions at a time (files without an agent: support)."""
     tests = [load_test(p) for p in PASS + FAIL]
-    target = Target(
-        None, api_url=sim.api_url, api_key=sim.dev_key, fallback_agent="support"
-    )
+    target = Target(None, api_url=sim.api_url, api_key=sim.dev_key, fallback_agent="support")
     done = asyncio.run(run_tests(tests, target, RunOptions(concurrency=4)))
     return {r.path: r for r in done}
 
@@ -65,11 +63,11 @@ def test_every_kind_of_expectation_has_a_failing_file() -> None:
 
 def test_failure_reports_show_what_was_seen(results: Mapping[str, TestResult]) -> None:
     result = results[str(FILES / "fail" / "tool_params.toml")]
-    assert result.tool_calls == ['get_customer({}) [client]']
+    assert result.tool_calls == ["get_customer({}) [client]"]
     assert "you: call get_customer" in result.transcript
-    assert any(
-        "tool calls: get_customer({}) [client]" in f.seen for f in result.failures
-    ), result.failures
+    assert any("tool calls: get_customer({}) [client]" in f.seen for f in result.failures), (
+        result.failures
+    )
 
 
 def test_latencies_are_recorded(results: Mapping[str, TestResult]) -> None:
