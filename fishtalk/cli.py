@@ -847,7 +847,12 @@ def run_agent_tests(
     from fishtalk.native import exit_process
     from fishtalk.text import strip
 
-    code = run_command(command, lambda line: typer.echo(strip(line)))
+    console = None
+    if sys.stdout.isatty():
+        from rich.console import Console
+
+        console = Console(highlight=False)
+    code = run_command(command, lambda line: typer.echo(strip(line)), console=console)
     sys.stdout.flush()
     exit_process(code)
 

@@ -10,8 +10,10 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fishtalk.agenttest.report import result_lines, summary_lines, write_reports
+from fishtalk.agenttest.progress import PlainView, View
+from fishtalk.agenttest.report import summary_lines, write_reports
 from fishtalk.agenttest.runner import (
     RunOptions,
     Target,
@@ -22,6 +24,9 @@ from fishtalk.agenttest.runner import (
 )
 from fishtalk.agenttest.spec import TestFile, load_test
 from fishtalk.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SIM_DEFAULT_AGENT = "converse"
 """The agent id used against the sim when neither --agent nor the file names one."""
@@ -60,11 +65,11 @@ def exit_code(results: Sequence[TestResult], *, interrupted: bool = False) -> in
 
 
 async def _run(
-    command: TestCommand,
-    tests: Sequence[TestFile],
-    report: Callable[[TestResult], None],
-    start: Callable[[TestFile, int], None],
+    command: TestCommand, tests: Sequence[TestFile], view: View
 ) -> tuple[list[TestResult], bool]:
+    def start(test: TestFile, run: int) -> None:
+        view.started(test.name if run == 1 else f"{test.name} #{run}")
+
     if command.sim:
         async with sim_target(
             command.scenario, command.target.agent_id, command.target.timeouts
@@ -77,32 +82,35 @@ async def _run(
                 fallback_agent=SIM_DEFAULT_AGENT,
             )
             results = await run_tests(
-                tests, target, command.options, on_result=report, on_start=start
+                tests, target, command.options, on_result=view.finished, on_start=start
             )
     else:
         results = await run_tests(
-            tests, command.target, command.options, on_result=report, on_start=start
+            tests, command.target, command.options, on_result=view.finished, on_start=start
         )
     task = asyncio.current_task()
     interrupted = task is not None and task.cancelling() > 0
     return results, interrupted
 
 
-def run_command(command: TestCommand, out: Callable[[str], None]) -> int:
-    """Run ``command``, writing progress lines to ``out``; the exit code. Bad files and an
+def run_command(
+    command: TestCommand, out: Callable[[str], None], *, console: Console | None = None
+) -> int:
+    """Run ``command``, writing progress lines to ``out`` (or, given a terminal's
+    ``console``, a live display on it); the exit code. Bad files and an
     over-the-cap run raise their :class:`~fishtalk.errors.FishtalkError` (exit 2) before any
     session starts."""
     tests = load_all(command.files)
     plan(tests, command.options)  # the --max-sessions cap, before anything starts
 
-    def report(result: TestResult) -> None:
-        for line in result_lines(result):
-            out(line)
+    if console is not None:
+        from fishtalk.agenttest.progress import LiveView
 
-    def start(test: TestFile, run: int) -> None:
-        out(f"RUN  {test.name if run == 1 else f'{test.name} #{run}'}")
-
-    results, interrupted = asyncio.run(_run(command, tests, report, start))
+        view: View = LiveView(console, len(tests) * command.options.repeat)
+    else:
+        view = PlainView(out)
+    with view:
+        results, interrupted = asyncio.run(_run(command, tests, view))
     for line in summary_lines(results):
         out(line)
     if interrupted:

@@ -156,3 +156,33 @@ def test_reports_and_exit_codes() -> None:
     assert exit_code([good, bad]) == 1
     assert exit_code([good, bad, broken]) == 4
     assert exit_code([good], interrupted=True) == 130
+
+
+def test_live_view_shows_results_literally() -> None:
+    import io
+
+    from rich.console import Console
+
+    from fishtalk.agenttest.progress import LiveView, PlainView
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=100, color_system=None)
+    bad = TestResult(
+        "b", "b.toml", status="failed",
+        failures=[Failure("turn 1", "reply contains 'y'", "reply: '[bold]z[/bold]'")],
+    )  # fmt: skip
+    with LiveView(console, 2) as view:
+        view.started("a")
+        view.finished(TestResult("a", "a.toml"))
+        view.started("b")
+        view.finished(bad)
+    text = buffer.getvalue()
+    assert "PASS a" in text
+    assert "FAIL b" in text
+    assert "seen reply: '[bold]z[/bold]'" in text
+    lines: list[str] = []
+    with PlainView(lines.append) as plain:
+        plain.started("a")
+        plain.finished(TestResult("a", "a.toml"))
+    assert lines[0] == "RUN  a"
+    assert lines[1].startswith("PASS a ")
