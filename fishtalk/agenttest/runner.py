@@ -18,16 +18,19 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from fishtalk import conversation as conv
 from fishtalk.agenttest.spec import Expect, TestFile, ToolCall, Turn
+from fishtalk.audio.base import SAMPLE_RATE
 from fishtalk.errors import EXIT_USAGE, FishtalkError
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
     from fishtalk.agent_session import AgentSession
+    from fishtalk.agenttest.wavmic import WavMicrophone
     from fishtalk.session import Timeouts
     from fishtalk.tools.registry import ToolContext
 
@@ -183,6 +186,8 @@ class _Window:
     start_index: int
     start_time: float
     end_index: int | None = None
+    sent_at: float | None = None
+    """When the user's turn had left (typed: sent; spoken: the clip ended)."""
 
 
 class _Recorder:
@@ -405,9 +410,25 @@ async def run_test(
         return result
     recorder = _Recorder()
     declared = set(test.tools)
+    mic: WavMicrophone | None = None
+    clips: dict[str, bytes] = {}
+    if any(t.speak is not None for t in test.turns):
+        from fishtalk.agenttest.wavmic import WavError, WavMicrophone, load_wav
+
+        mic = WavMicrophone()
+        try:
+            for turn in test.turns:
+                if turn.speak is not None and turn.speak not in clips:
+                    clips[turn.speak] = load_wav(Path(test.path).parent / turn.speak)
+        except WavError as exc:
+            result.status = "error"
+            result.error = str(exc)
+            result.exit_code = EXIT_USAGE
+            return result
     try:
         session = AgentSession(
             agent_id,
+            audio=mic if mic is not None else False,
             api_url=target.api_url,
             api_key=target.api_key,
             public=target.public,
@@ -454,7 +475,7 @@ async def run_test(
                 window = recorder.mark()
                 windows.append((turn, where, window))
                 try:
-                    await _do_turn(session, turn, window, turn.timeout or test.timeout)
+                    await _do_turn(session, turn, window, turn.timeout or test.timeout, mic, clips)
                 except _TurnAborted as exc:
                     failures.append(Failure(where, "the turn completes", str(exc)))
                     break
@@ -495,12 +516,9 @@ async def run_test(
         )
     for turn, where, window in windows:
         events = recorder.window(window)
-        since = window.start_time
-        if turn.action == "say":
-            since = next(
-                (at for at, e in events if isinstance(e, conv.MessageSent)), window.start_time
-            )
-        first = _first_text(events, since) if turn.action in ("say", "listen") else None
+        since = window.sent_at or window.start_time
+        replying = turn.action in ("say", "speak", "listen")
+        first = _first_text(events, since) if replying else None
         if first is not None:
             result.first_text.append(first)
         failures.extend(
@@ -546,7 +564,14 @@ def _errored(result: TestResult, exc: FishtalkError, started: float) -> TestResu
     return result
 
 
-async def _do_turn(session: AgentSession, turn: Turn, window: _Window, timeout: float) -> None:  # noqa: ASYNC109
+async def _do_turn(
+    session: AgentSession,
+    turn: Turn,
+    window: _Window,
+    timeout: float,  # noqa: ASYNC109 - each turn's own bound
+    mic: WavMicrophone | None = None,
+    clips: Mapping[str, bytes] | None = None,
+) -> None:
     from fishtalk.agent_session import SessionEndedError
 
     action = turn.action
@@ -555,6 +580,16 @@ async def _do_turn(session: AgentSession, turn: Turn, window: _Window, timeout: 
             assert turn.say is not None
             async with asyncio.timeout(timeout):
                 await session.send_text(turn.say)
+            window.sent_at = time.monotonic()
+            await _replies(session, turn.lines, timeout)
+        elif action == "speak":
+            assert turn.speak is not None
+            assert mic is not None
+            assert clips is not None
+            clip = clips[turn.speak]
+            async with asyncio.timeout(timeout + len(clip) / (2 * SAMPLE_RATE)):
+                await mic.speak(clip)
+            window.sent_at = time.monotonic()
             await _replies(session, turn.lines, timeout)
         elif action == "listen":
             await _replies(session, turn.lines, timeout)
@@ -581,6 +616,7 @@ async def _do_turn(session: AgentSession, turn: Turn, window: _Window, timeout: 
     except TimeoutError:
         what = {
             "say": "a reply from the agent",
+            "speak": "a reply from the agent",
             "listen": "a line from the agent",
             "wait_for_state": f"agent state {turn.wait_for_state!r}",
             "wait_for_event": f"a {turn.wait_for_event!r} event",

@@ -23,6 +23,10 @@ A test file holds one conversation to run against an agent and what to expect of
     expect.regex = "shipped|on its way"
 
     [[turns]]
+    speak = "question.wav"          # a spoken turn: the WAV file (16-bit PCM) is the mic
+    lines = 1                       # how many agent lines make the reply [1]
+
+    [[turns]]
     wait = 1.5                      # or wait_for_state = "listening",
                                     # or wait_for_event = "tool_card_added"
     [[turns]]
@@ -147,17 +151,19 @@ class Expect(_Model):
 
 
 class Turn(_Model):
-    """One step of the conversation: exactly one of ``say``, ``listen``, ``wait``,
+    """One step of the conversation: exactly one of ``say``, ``speak``, ``listen``, ``wait``,
     ``wait_for_state``, ``wait_for_event``, ``hangup``."""
 
     say: str | None = Field(default=None, min_length=1)
+    speak: str | None = Field(default=None, min_length=1)
+    """A WAV file (relative to the test file), published as the microphone."""
     listen: bool | None = None
     wait: float | None = Field(default=None, ge=0)
     wait_for_state: str | None = None
     wait_for_event: str | None = None
     hangup: bool | None = None
     lines: int = Field(default=1, ge=1)
-    """``say`` and ``listen``: how many agent lines make the reply."""
+    """``say``, ``speak`` and ``listen``: how many agent lines make the reply."""
     timeout: float | None = Field(default=None, gt=0)
     expect: Expect = Field(default_factory=Expect)
 
@@ -165,12 +171,20 @@ class Turn(_Model):
     def _one_action(self) -> Turn:
         actions = [
             k
-            for k in ("say", "listen", "wait", "wait_for_state", "wait_for_event", "hangup")
+            for k in (
+                "say",
+                "speak",
+                "listen",
+                "wait",
+                "wait_for_state",
+                "wait_for_event",
+                "hangup",
+            )
             if getattr(self, k) not in (None, False)
         ]
         if len(actions) != 1:
             raise ValueError(
-                "a turn needs exactly one of say, listen, wait, wait_for_state, "
+                "a turn needs exactly one of say, speak, listen, wait, wait_for_state, "
                 f"wait_for_event, hangup (got {', '.join(actions) or 'none'})"
             )
         if self.wait_for_event is not None:
@@ -185,7 +199,7 @@ class Turn(_Model):
     @property
     def action(self) -> str:
         """Which action this turn is."""
-        for key in ("say", "listen", "wait", "wait_for_state", "wait_for_event", "hangup"):
+        for key in ("say", "speak", "listen", "wait", "wait_for_state", "wait_for_event", "hangup"):
             if getattr(self, key) not in (None, False):
                 return key
         raise AssertionError("validated")
@@ -193,8 +207,8 @@ class Turn(_Model):
     def describe(self) -> str:
         """The turn in a few words, for reports."""
         action = self.action
-        if action == "say":
-            return f"say {self.say!r}"
+        if action in ("say", "speak"):
+            return f"{action} {getattr(self, action)!r}"
         if action in ("listen", "hangup"):
             return action
         return f"{action} {getattr(self, action)!r}"
@@ -309,7 +323,18 @@ def load_test(path: str | Path) -> TestFile:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise TestFileError(f"{path}: cannot read: {reason}") from None
-    return parse_test(text, source=str(path), name=path.stem)
+    test = parse_test(text, source=str(path), name=path.stem)
+    for index, turn in enumerate(test.turns):
+        if turn.speak is not None:
+            from fishtalk.agenttest.wavmic import WavError, load_wav
+
+            try:
+                load_wav(path.parent / turn.speak)
+            except WavError as exc:
+                line = _line_of(text, ("turns", index, "speak"))
+                where = f"{path}:{line}" if line else str(path)
+                raise TestFileError(f"{where}: turns[{index + 1}].speak: {exc}") from None
+    return test
 
 
 STARTER: Final = """\

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_errors_name_file_line_and_key() -> None:
         "t.toml:1: timeout: Input should be greater than 0"
     )
     assert error_of("[[turns]]\nsay = 'a'\nhangup = true\n") == (
-        "t.toml:1: turns[1]: a turn needs exactly one of say, listen, wait, wait_for_state, "
+        "t.toml:1: turns[1]: a turn needs exactly one of say, speak, listen, wait, wait_for_state, "
         "wait_for_event, hangup (got say, hangup)"
     )
     assert error_of("[tools.x]\n[[turns]]\nhangup = true\n").startswith(
@@ -186,3 +187,35 @@ def test_live_view_shows_results_literally() -> None:
         plain.finished(TestResult("a", "a.toml"))
     assert lines[0] == "RUN  a"
     assert lines[1].startswith("PASS a ")
+
+
+def test_a_spoken_turn_needs_a_usable_wav(tmp_path: Path) -> None:
+    from fishtalk.agenttest.spec import load_test
+
+    path = tmp_path / "t.toml"
+    path.write_text('agent = "a"\n\n[[turns]]\nspeak = "missing.wav"\n', "utf-8")
+    with pytest.raises(TestFileError) as caught:
+        load_test(path)
+    assert str(caught.value).startswith(f"{path}:4: turns[1].speak: cannot read WAV ")
+    (tmp_path / "eight.wav").write_bytes(b"RIFF")
+    path.write_text('[[turns]]\nspeak = "eight.wav"\n', "utf-8")
+    with pytest.raises(TestFileError, match=r":2: turns\[1\].speak: cannot read WAV"):
+        load_test(path)
+
+
+def test_load_wav_resamples_to_the_session_rate(tmp_path: Path) -> None:
+    import array
+    import wave
+
+    from fishtalk.agenttest.wavmic import load_wav
+
+    path = tmp_path / "s.wav"
+    with wave.open(str(path), "wb") as wav:
+        wav.setnchannels(2)
+        wav.setsampwidth(2)
+        wav.setframerate(16_000)
+        wav.writeframes(array.array("h", [100, 300] * 1600).tobytes())  # 0.1 s, stereo
+    pcm = array.array("h")
+    pcm.frombytes(load_wav(path))
+    assert len(pcm) == 4800  # 0.1 s at 48 kHz, mono
+    assert set(pcm) == {200}  # the channels averaged
