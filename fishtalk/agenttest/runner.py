@@ -273,6 +273,7 @@ def check(
     end_reason: str | None,
     first_text: float | None,
     latencies: Sequence[float] = (),
+    interrupted: bool = False,
 ) -> list[Failure]:
     """The expectations of ``expect`` that what was seen does not meet."""
     failures: list[Failure] = []
@@ -323,6 +324,12 @@ def check(
         fail(
             "no error events",
             "errors: " + "; ".join(f"{e.code}: {e.message}" for e in errors),
+        )
+    if expect.interrupted is not None and interrupted != expect.interrupted:
+        fail(
+            "the agent was interrupted" if expect.interrupted else "no agent line was cut short",
+            ("an agent line was cut short; " if interrupted else "nothing was cut short; ")
+            + seen_reply,
         )
     if expect.end_reason is not None and end_reason != expect.end_reason:
         fail(f"end reason {expect.end_reason!r}", f"end reason: {end_reason!r}")
@@ -531,6 +538,7 @@ async def run_test(
                 states=_states(events),
                 end_reason=state.end_reason,
                 first_text=first,
+                interrupted=_cut_short(events),
             )
         )
     failures.extend(
@@ -544,12 +552,19 @@ async def run_test(
             end_reason=state.end_reason,
             first_text=result.first_text[0] if result.first_text else None,
             latencies=result.first_text,
+            interrupted=_cut_short(recorder.events),
         )
     )
     result.failures = failures
     result.status = "failed" if failures else "passed"
     result.duration = time.monotonic() - started
     return result
+
+
+def _cut_short(events: Sequence[tuple[float, conv.Change]]) -> bool:
+    return any(
+        isinstance(e, conv.SegmentInterrupted) and e.segment.role == "agent" for _, e in events
+    )
 
 
 def _states(events: Sequence[tuple[float, conv.Change]]) -> list[str]:
@@ -581,6 +596,7 @@ async def _do_turn(
             async with asyncio.timeout(timeout):
                 await session.send_text(turn.say)
             window.sent_at = time.monotonic()
+            await _interrupt(session, turn, timeout)
             await _replies(session, turn.lines, timeout)
         elif action == "speak":
             assert turn.speak is not None
@@ -590,6 +606,7 @@ async def _do_turn(
             async with asyncio.timeout(timeout + len(clip) / (2 * SAMPLE_RATE)):
                 await mic.speak(clip)
             window.sent_at = time.monotonic()
+            await _interrupt(session, turn, timeout)
             await _replies(session, turn.lines, timeout)
         elif action == "listen":
             await _replies(session, turn.lines, timeout)
@@ -628,6 +645,24 @@ async def _do_turn(
         ) from None
     except SessionEndedError as exc:
         raise _TurnAborted(f"the session ended first ({exc.reason})") from None
+
+
+async def _interrupt(session: AgentSession, turn: Turn, timeout: float) -> None:  # noqa: ASYNC109
+    """With ``interrupt_after``: wait for the agent's first text, then that long, then
+    interrupt it."""
+    if turn.interrupt_after is None:
+        return
+    await session.wait_for(
+        lambda e: (
+            isinstance(e, conv.SegmentOpened | conv.SegmentGrew)
+            and e.segment.role == "agent"
+            and not e.segment.typed
+            and bool(e.segment.text)
+        ),
+        timeout,
+    )
+    await asyncio.sleep(turn.interrupt_after)
+    session.interrupt()
 
 
 async def _replies(session: AgentSession, count: int, timeout: float) -> None:  # noqa: ASYNC109

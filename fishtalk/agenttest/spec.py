@@ -99,6 +99,7 @@ class Expect(_Model):
     Tools: ``tool_called`` / ``tool_not_called`` (a name, ``{name, params}`` with params a
     subset of the call's, or a list); server tools come from ``tool.*`` events, client
     tools from ``client_tool.call``. ``agent_states``: states seen in this order.
+    ``interrupted``: an agent line was (true) or was not (false) cut short.
     ``no_errors``: no error event. ``end_reason`` (session). ``max_first_text``: seconds
     from the turn to the agent's first text; ``p95_first_text`` (session): the 95th
     percentile of the turns' first-text latency.
@@ -115,6 +116,7 @@ class Expect(_Model):
     tool_not_called: list[ToolCall] | None = None
     agent_states: list[str] | None = None
     no_errors: bool = False
+    interrupted: bool | None = None
     end_reason: str | None = None
     max_first_text: float | None = Field(default=None, gt=0)
     p95_first_text: float | None = Field(default=None, gt=0)
@@ -162,6 +164,9 @@ class Turn(_Model):
     wait_for_state: str | None = None
     wait_for_event: str | None = None
     hangup: bool | None = None
+    interrupt_after: float | None = Field(default=None, ge=0)
+    """``say``/``speak``: interrupt the agent this many seconds into its reply (after its
+    first text)."""
     lines: int = Field(default=1, ge=1)
     """``say``, ``speak`` and ``listen``: how many agent lines make the reply."""
     timeout: float | None = Field(default=None, gt=0)
@@ -187,6 +192,8 @@ class Turn(_Model):
                 "a turn needs exactly one of say, speak, listen, wait, wait_for_state, "
                 f"wait_for_event, hangup (got {', '.join(actions) or 'none'})"
             )
+        if self.interrupt_after is not None and actions[0] not in ("say", "speak"):
+            raise ValueError("interrupt_after goes with a say or speak turn")
         if self.wait_for_event is not None:
             from fishtalk.events import KINDS
 
