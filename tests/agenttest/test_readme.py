@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, SUPPORT_SCENARIO
+from .conftest import EXAMPLES, ROOT, SUPPORT_SCENARIO
 
 
 def readme_section() -> str:
@@ -37,6 +38,7 @@ def test_readme_shows_sim_first() -> None:
 def test_readme_example_passes_against_the_sim(tmp_path: Path) -> None:
     path = tmp_path / "support.toml"
     path.write_text(readme_example(), "utf-8")
+    shutil.copy(EXAMPLES / "question.wav", tmp_path / "question.wav")
     done = subprocess.run(
         [sys.executable, "-m", "fishtalk", "test", str(path), "--sim",
          "--scenario", str(SUPPORT_SCENARIO)],
