@@ -74,3 +74,24 @@ def test_latencies_are_recorded(results: Mapping[str, TestResult]) -> None:
     result = results[str(FILES / "pass" / "converse.toml")]
     assert len(result.first_text) == 3  # the greeting and two typed turns
     assert all(v >= 0 for v in result.first_text)
+
+
+def test_concurrency_is_bounded(sim: SimInfo) -> None:
+    """Four sessions, two at a time: never more than two connected at once."""
+    test = load_test(FILES / "pass" / "waits.toml")
+    target = Target(None, api_url=sim.api_url, api_key=sim.dev_key)
+    running: list[int] = [0]
+    peak: list[int] = [0]
+
+    def started(_test: object, _run: int) -> None:
+        running[0] += 1
+        peak[0] = max(peak[0], running[0])
+
+    def finished(_result: TestResult) -> None:
+        running[0] -= 1
+
+    options = RunOptions(repeat=4, concurrency=2)
+    done = asyncio.run(run_tests([test], target, options, on_start=started, on_result=finished))
+    assert [r.run for r in done] == [1, 2, 3, 4]
+    assert all(r.passed for r in done), [r.to_dict() for r in done]
+    assert peak[0] == 2
