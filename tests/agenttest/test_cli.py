@@ -171,3 +171,19 @@ def test_readme_example_is_the_shipped_example() -> None:
     from .test_readme import readme_example
 
     assert readme_example() == (EXAMPLES / "support.toml").read_text("utf-8")
+
+
+def test_sim_without_a_usable_network_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import fishtalk.launch
+    from fishtalk.cli import main
+
+    monkeypatch.setattr(fishtalk.launch, "has_webrtc_network", lambda: False)
+    with pytest.raises(SystemExit) as caught:
+        main(["test", str(FILES / "pass" / "waits.toml"), "--sim"])
+    assert caught.value.code == 7
+    err = capsys.readouterr().err
+    assert err.startswith("fishtalk: fishtalk test --sim needs a network interface other than")
+    assert "-m fishtalk.sim.netns --" in err
+    assert err.count("\n") == 1
