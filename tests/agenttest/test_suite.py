@@ -16,7 +16,8 @@ from fishtalk.sim import SimInfo
 
 from .conftest import EXAMPLES, FILES, markers
 
-pytestmark = pytest.mark.webrtc
+# One worker runs the whole module: the suite's sessions are run once, by one fixture.
+pytestmark = [pytest.mark.webrtc, pytest.mark.xdist_group("agenttest-suite")]
 
 PASS = [*sorted((FILES / "pass").glob("*.toml")), EXAMPLES / "support.toml"]
 FAIL = sorted((FILES / "fail").glob("*.toml"))
