@@ -828,7 +828,7 @@ def run_agent_tests(
                 "-m fishtalk test ...`)",
                 EXIT_CONNECTION,
             )
-        target = Target(agent)
+        target = Target(agent, config_path=_state.config_path)
     else:
         settings = load({"api.url": api_url, "api.public": public, "api.origin": origin})
         key = settings.api.api_key
@@ -839,6 +839,7 @@ def run_agent_tests(
             public=settings.api.public,
             origin=settings.api.origin,
             fallback_agent=settings.session.agent_id,
+            config_path=_state.config_path,
         )
     command = TestCommand(
         paths, target, sim=sim, scenario=scenario, options=options,

@@ -80,6 +80,7 @@ async def _run(
                 api_key=target.api_key,
                 timeouts=target.timeouts,
                 fallback_agent=SIM_DEFAULT_AGENT,
+                config_path=command.target.config_path,
             )
             results = await run_tests(
                 tests, target, command.options, on_result=view.finished, on_start=start

@@ -60,6 +60,9 @@ class Target:
     timeouts: Timeouts | None = None
     fallback_agent: str | None = None
     """The agent id when neither ``agent_id`` (``--agent``) nor the file names one."""
+    config_path: Path | None = None
+    """The fishtalk config whose tools files with ``config_tools = true`` use (None: the
+    default one)."""
 
 
 @dataclass(frozen=True)
@@ -433,8 +436,14 @@ async def run_test(
             result.exit_code = EXIT_USAGE
             return result
     try:
+        if test.config_tools:
+            from fishtalk.config import load_settings
+            from fishtalk.tools.build import build_registry
+
+            declared |= set(build_registry(load_settings(target.config_path)).names())
         session = AgentSession(
             agent_id,
+            config_tools=(target.config_path or True) if test.config_tools else False,
             audio=mic if mic is not None else False,
             api_url=target.api_url,
             api_key=target.api_key,

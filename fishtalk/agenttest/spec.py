@@ -9,6 +9,9 @@ A test file holds one conversation to run against an agent and what to expect of
     greets = true                   # the agent speaks first; unless the first turn is
                                     # `listen`, its first line is taken before turn 1 [true]
 
+    config_tools = false            # true: client tools without a fixture run through
+                                    # your fishtalk config's tools [false]
+
     [tools.lookup_order]            # a client tool answered from a fixture:
     result = { status = "shipped" } # ... a result (any TOML value)
     # error = "no such order"       # ... or an error
@@ -247,6 +250,9 @@ class TestFile(_Model):
     greets: bool = True
     """The agent says something first: when the first turn is not ``listen``, the runner
     takes that line before it (so a ``say`` turn's reply is never the greeting)."""
+    config_tools: bool = False
+    """Client tools without a fixture run through the tools of the user's fishtalk config
+    (tools with ``approve = "ask"`` are declined: nobody is there to answer)."""
     tools: dict[str, ToolFixture] = Field(default_factory=dict)
     turns: list[Turn] = Field(min_length=1)
     expect: Expect = Field(default_factory=Expect)

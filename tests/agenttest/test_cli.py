@@ -187,3 +187,38 @@ def test_sim_without_a_usable_network_says_so(
     assert err.startswith("fishtalk: fishtalk test --sim needs a network interface other than")
     assert "-m fishtalk.sim.netns --" in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.webrtc
+def test_config_tools_run_the_users_tools(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    script = "import json, sys; json.load(sys.stdin); print(json.dumps({'user': 'ada'}))"
+    config.write_text(
+        "[tools.whoami]\n"
+        f'command = [{json.dumps(sys.executable)}, "-c", {json.dumps(script)}]\n'
+        'approve = "always"\n',
+        "utf-8",
+    )
+    test = tmp_path / "whoami.toml"
+    test.write_text(
+        'agent = "chat"\nconfig_tools = true\n\n[[turns]]\nsay = "call whoami"\n'
+        'expect.contains = "Your whoami tool returned"\nexpect.contains_any = ["ada"]\n'
+        'expect.tool_called = "whoami"\n',
+        "utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FISH_", "FISHTALK_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "fishtalk", "--config", str(config), "test", str(test),
+         *map(str, CHAT)],
+        capture_output=True, text=True, timeout=WAIT, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    without = tmp_path / "without.toml"
+    without.write_text(test.read_text("utf-8").replace("config_tools = true\n", ""), "utf-8")
+    failed = subprocess.run(
+        [sys.executable, "-m", "fishtalk", "--config", str(config), "test", str(without),
+         *map(str, CHAT)],
+        capture_output=True, text=True, timeout=WAIT, env=env,
+    )  # fmt: skip
+    assert failed.returncode == 1
+    assert "the agent called client tool 'whoami', which the test does not declare" in failed.stdout
