@@ -241,13 +241,23 @@ def _seen_call(card: conv.ToolCard) -> SeenCall:
 
 
 def _agent_lines(events: Sequence[tuple[float, conv.Change]]) -> list[str]:
-    return [
-        e.segment.text
-        for _, e in events
-        if isinstance(e, conv.SegmentFinalised)
-        and e.segment.role == "agent"
-        and not e.segment.typed
-    ]
+    """The agent's lines among ``events``, in order, each as last seen (a line the session
+    ended before it was finalised counts with the text it had)."""
+    lines: dict[str, str] = {}
+    for _, e in events:
+        if (
+            isinstance(
+                e,
+                conv.SegmentOpened
+                | conv.SegmentGrew
+                | conv.SegmentFinalised
+                | conv.SegmentInterrupted,
+            )
+            and e.segment.role == "agent"
+            and not e.segment.typed
+        ):
+            lines[e.segment.segment_id] = e.segment.text
+    return [text for text in lines.values() if text]
 
 
 def _first_text(events: Sequence[tuple[float, conv.Change]], since: float) -> float | None:
@@ -595,6 +605,7 @@ async def _do_turn(
     timeout: float,  # noqa: ASYNC109 - each turn's own bound
     mic: WavMicrophone | None = None,
     clips: Mapping[str, bytes] | None = None,
+    events: Sequence[tuple[float, conv.Change]] | None = None,
 ) -> None:
     from fishtalk.agent_session import SessionEndedError
 
@@ -653,6 +664,10 @@ async def _do_turn(
             "`timeout` if it is just slow)"
         ) from None
     except SessionEndedError as exc:
+        if action in ("say", "speak", "listen") and _agent_lines(
+            (events or [])[window.start_index :]
+        ):
+            return  # the agent answered, then ended the session: the next turn will tell
         raise _TurnAborted(f"the session ended first ({exc.reason})") from None
 
 
