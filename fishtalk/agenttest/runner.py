@@ -611,6 +611,8 @@ async def _do_turn(
 
     action = turn.action
     try:
+        if action in ("say", "speak"):
+            await _until_listening(session, timeout)
         if action == "say":
             assert turn.say is not None
             async with asyncio.timeout(timeout):
@@ -669,6 +671,21 @@ async def _do_turn(
         ):
             return  # the agent answered, then ended the session: the next turn will tell
         raise _TurnAborted(f"the session ended first ({exc.reason})") from None
+
+
+BUSY_STATES: Final = frozenset({"thinking", "speaking"})
+"""Agent states in which a user turn waits (a polite user lets the agent finish)."""
+
+
+async def _until_listening(session: AgentSession, timeout: float) -> None:  # noqa: ASYNC109
+    """Wait until the agent is done thinking and speaking (agents that publish no state
+    are never waited for)."""
+    if session.state.agent_state not in BUSY_STATES:
+        return
+    await session.wait_for(
+        lambda e: isinstance(e, conv.AgentStateChanged) and e.agent_state not in BUSY_STATES,
+        timeout,
+    )
 
 
 async def _interrupt(session: AgentSession, turn: Turn, timeout: float) -> None:  # noqa: ASYNC109
