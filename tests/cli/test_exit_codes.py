@@ -44,6 +44,8 @@ ERROR_PHRASES: dict[str, str] = {
     "ConfigError": "bad config file",
     "AudioDeviceError": "bad flags",
     "ScenarioError": "bad scenario file",
+    "TestFileError": "bad flags",
+    "RunLimitError": "bad flags",
     "SimServeError": "bad flags",
     "SessionApiError": "API unavailable",
     "ApiError": "API unavailable",

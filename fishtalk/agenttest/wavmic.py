@@ -1,0 +1,141 @@
+"""A microphone that plays WAV files: the audio backend of spoken turns.
+
+Between clips it sends silence, as a quiet room would; what the agent says is dropped.
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import contextlib
+import sys
+import time
+import wave
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fishtalk.audio.base import CHANNELS, FRAME_MS, SAMPLE_RATE, SAMPLES_PER_FRAME, AudioLevels
+
+if TYPE_CHECKING:
+    from livekit import rtc
+
+    from fishtalk.audio.base import NoticeCallback
+
+FRAME_BYTES = SAMPLES_PER_FRAME * CHANNELS * 2
+
+
+class WavError(ValueError):
+    """A WAV file that cannot be used (the message says why)."""
+
+
+def load_wav(path: Path) -> bytes:
+    """``path`` as 16-bit PCM at the session's rate and channel count (mono), resampled
+    linearly when needed. Raises :class:`WavError`."""
+    try:
+        with wave.open(str(path), "rb") as wav:
+            width, channels, rate = wav.getsampwidth(), wav.getnchannels(), wav.getframerate()
+            raw = wav.readframes(wav.getnframes())
+    except (OSError, EOFError, wave.Error) as exc:
+        raise WavError(f"cannot read WAV {path}: {exc}") from None
+    if width != 2:
+        raise WavError(f"{path}: only 16-bit PCM WAV files are supported (got {8 * width}-bit)")
+    samples = array.array("h")
+    samples.frombytes(raw)
+    if sys.byteorder == "big":
+        samples.byteswap()
+    if channels > 1:
+        samples = array.array(
+            "h",
+            (sum(samples[i : i + channels]) // channels for i in range(0, len(samples), channels)),
+        )
+    if rate != SAMPLE_RATE and samples:
+        ratio = rate / SAMPLE_RATE
+        count = int(len(samples) / ratio)
+        last = len(samples) - 1
+        out = array.array("h", bytes(2 * count))
+        for i in range(count):
+            pos = i * ratio
+            j = int(pos)
+            frac = pos - j
+            a, b = samples[min(j, last)], samples[min(j + 1, last)]
+            out[i] = int(a + (b - a) * frac)
+        samples = out
+    if sys.byteorder == "big":
+        samples.byteswap()
+    return samples.tobytes()
+
+
+class WavMicrophone:
+    """An :class:`~fishtalk.audio.base.AudioBackend` whose microphone plays the clips
+    :meth:`speak` is given, in real time, and silence otherwise."""
+
+    def __init__(self) -> None:
+        self._clip = b""
+        self._offset = 0
+        self._clip_done: asyncio.Event | None = None
+        self._muted = False
+        self._closed = False
+
+    @property
+    def description(self) -> str:
+        return "WAV-file microphone (fishtalk test)"
+
+    @property
+    def has_input(self) -> bool:
+        return True
+
+    def set_notice_callback(self, callback: NoticeCallback | None) -> None:
+        return None
+
+    async def start(self) -> None:
+        return None
+
+    async def mic_frames(self) -> AsyncIterator[rtc.AudioFrame]:
+        from livekit import rtc
+
+        silence = bytes(FRAME_BYTES)
+        next_at = time.monotonic()
+        while not self._closed:
+            chunk = silence
+            if self._offset < len(self._clip):
+                chunk = self._clip[self._offset : self._offset + FRAME_BYTES]
+                self._offset += len(chunk)
+                chunk = chunk.ljust(FRAME_BYTES, b"\0")
+                if self._offset >= len(self._clip) and self._clip_done is not None:
+                    self._clip_done.set()
+            if self._muted:
+                chunk = silence
+            yield rtc.AudioFrame(bytearray(chunk), SAMPLE_RATE, CHANNELS, SAMPLES_PER_FRAME)
+            next_at += FRAME_MS / 1000
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            else:
+                next_at = time.monotonic()
+
+    async def speak(self, pcm: bytes) -> None:
+        """Play ``pcm`` (from :func:`load_wav`) as the microphone; returns once sent."""
+        done = asyncio.Event()
+        self._clip_done, self._clip, self._offset = done, pcm, 0
+        if not pcm:
+            return
+        await done.wait()
+
+    def play(self, frame: rtc.AudioFrame) -> None:
+        return None
+
+    def flush_playback(self) -> None:
+        return None
+
+    def set_muted(self, muted: bool) -> None:
+        self._muted = muted
+
+    def levels(self) -> AudioLevels:
+        return AudioLevels()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._clip_done is not None:
+            with contextlib.suppress(Exception):
+                self._clip_done.set()
