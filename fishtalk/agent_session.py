@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 
 from fishtalk import conversation as conv
+from fishtalk.aio import in_daemon_thread
 from fishtalk.errors import EXIT_CONNECTION, EXIT_ERROR, FishtalkError
 from fishtalk.native import let_sdk_settle
 from fishtalk.tools.registry import Approver, ToolContext, ToolRegistry
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 
     from fishtalk.api import LiveKitGrant, SessionClient, SessionOverrides, SessionRequest
     from fishtalk.audio.base import AudioBackend, AudioLevels
+    from fishtalk.journal.writer import JournalWriter
     from fishtalk.session import EndResult, Session, Timeouts
 
 _log = logging.getLogger(__name__)
@@ -175,6 +177,9 @@ class AgentSession:
       config tool with ``approve = "ask"`` runs (without one, such calls are declined);
     - ``grant``: a ready :class:`fishtalk.api.LiveKitGrant` instead of the session API;
       ``timeouts``: :class:`fishtalk.session.Timeouts`.
+    - ``journal``: ``True`` writes the session's journal (JSON Lines, mode 0600, the format
+      ``fishtalk export``, ``replay`` and ``diff`` read) to fishtalk's journal folder, a
+      path writes it there; :attr:`journal_path` says where. Off by default for a library.
 
     Invalid options raise ``ValueError`` or :class:`fishtalk.errors.ClientConfigError` (no
     API key, public without an origin) at once. Entering the ``async with`` block connects
@@ -215,8 +220,12 @@ class AgentSession:
         api_timeout: float = 10.0,
         grant: LiveKitGrant | None = None,
         timeouts: Timeouts | None = None,
+        journal: bool | str | Path = False,
     ) -> None:
         from fishtalk.api import SessionOverrides, SessionRequest
+
+        self._journal_to: bool | str | Path = journal
+        self._journal: JournalWriter | None = None
 
         if request is None and grant is None:
             if not agent_id:
@@ -366,6 +375,8 @@ class AgentSession:
         )
         self._session = session
         self._previous = session.state
+        if self._journal_to is not False:
+            self._journal = self._open_journal(session)
         session.add_listener(self._on_state)
         self._run = asyncio.ensure_future(session.run())
         try:
@@ -380,6 +391,35 @@ class AgentSession:
             result = await self._finish()
             await self.close()
             raise _end_error(result)
+
+    @property
+    def journal_path(self) -> Path | None:
+        """Where this session's journal is written (``journal=`` asked for one), else None."""
+        return self._journal.path if self._journal is not None else None
+
+    def _open_journal(self, session: Session) -> JournalWriter | None:
+        from fishtalk import paths
+        from fishtalk.journal import SUFFIX
+        from fishtalk.journal.writer import JournalWriter, new_journal_id
+
+        if self._journal_to is True:
+            path = paths.journal_dir() / f"{new_journal_id()}{SUFFIX}"
+        else:
+            assert not isinstance(self._journal_to, bool)
+            path = Path(self._journal_to)
+        try:
+            writer = JournalWriter(
+                path,
+                agent_id=self._request.agent_id if self._request is not None else None,
+                front_end="python",
+                spoken=not self._text_only,
+                levels=session.audio_levels,
+            )
+        except OSError as exc:
+            session.notice(f"No journal for this session: {exc}")
+            return None
+        session.add_observer(writer.observe)
+        return writer
 
     async def hangup(self) -> EndResult:
         """End the session (``user.hangup``, then disconnect) and wait for the end; returns
@@ -400,6 +440,8 @@ class AgentSession:
             if self._run is not None:
                 await self._finish()
         finally:
+            if self._journal is not None:
+                await in_daemon_thread(self._journal.close)  # joins its writer thread
             tasks = list(self._callback_tasks)
             for task in tasks:
                 task.cancel()

@@ -429,3 +429,33 @@ async def test_commands_callbacks_and_waits(sim: SimInfo, caplog: pytest.LogCapt
         assert s.status == "ended"
     assert async_seen == ["muted=True", "muted=False"]
     assert any("callback" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
+
+
+async def test_a_journal_when_asked(sim: SimInfo, tmp_path: Path) -> None:
+    """``journal=PATH`` writes the session's journal, private, without the key or token;
+    ``fishtalk export`` reads it back."""
+    path = tmp_path / "call.jsonl"
+    async with AgentSession(**options(sim, journal=path)) as session:
+        assert session.journal_path == path
+        await session.wait_for_reply(WAIT)
+        await session.send_text("journal me")
+        await session.wait_for_reply(WAIT)
+    assert path.stat().st_mode & 0o777 == 0o600
+    text = path.read_text("utf-8")
+    header = json.loads(text.splitlines()[0])
+    assert header["agent_id"] == "quiet"
+    assert "journal me" in text
+    assert sim.dev_key not in text
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "fishtalk", "export", str(path), "--format", "txt"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    assert "journal me" in out.decode()
+
+
+async def test_no_journal_unless_asked(sim: SimInfo, tmp_path: Path) -> None:
+    async with AgentSession(**options(sim)) as session:
+        assert session.journal_path is None
