@@ -850,6 +850,14 @@ def run_agent_tests(
     json_report: Annotated[
         Path | None, typer.Option("--json", metavar="PATH", help="Write a JSON report.")
     ] = None,
+    no_journal: Annotated[
+        bool,
+        typer.Option(
+            "--no-journal",
+            help="Write no session journals (by default each session has one, and a failure "
+            "report names it).",
+        ),
+    ] = False,
     api_url: ApiUrlOption = None,
     public: PublicOption = None,
     origin: OriginOption = None,
@@ -884,7 +892,7 @@ def run_agent_tests(
                 "-m fishtalk test ...`)",
                 EXIT_CONNECTION,
             )
-        target = Target(agent, config_path=_state.config_path)
+        target = Target(agent, config_path=_state.config_path, journal=not no_journal)
     else:
         settings = load({"api.url": api_url, "api.public": public, "api.origin": origin})
         key = settings.api.api_key
@@ -896,6 +904,7 @@ def run_agent_tests(
             origin=settings.api.origin,
             fallback_agent=settings.session.agent_id,
             config_path=_state.config_path,
+            journal=not no_journal,
         )
     command = TestCommand(
         paths, target, sim=sim, scenario=scenario, options=options,

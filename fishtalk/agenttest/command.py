@@ -81,6 +81,7 @@ async def _run(
                 timeouts=target.timeouts,
                 fallback_agent=SIM_DEFAULT_AGENT,
                 config_path=command.target.config_path,
+                journal=command.target.journal,
             )
             results = await run_tests(
                 tests, target, command.options, on_result=view.finished, on_start=start

@@ -31,6 +31,8 @@ def result_lines(result: TestResult) -> list[str]:
         out.extend(f"    {line}" for line in result.transcript[-EXCERPT_LINES:])
     if result.tool_calls:
         out.append("  tool calls: " + ", ".join(result.tool_calls))
+    if result.journal:
+        out.append(f"  journal: {result.journal}")
     return out
 
 

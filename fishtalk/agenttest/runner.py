@@ -63,6 +63,9 @@ class Target:
     config_path: Path | None = None
     """The fishtalk config whose tools files with ``config_tools = true`` use (None: the
     default one)."""
+    journal: bool = False
+    """Write each session's journal to fishtalk's journal folder (the CLI's default); a
+    failure report then names it."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,8 @@ class TestResult:
     transcript: list[str] = field(default_factory=list)
     tool_calls: list[str] = field(default_factory=list)
     end_reason: str | None = None
+    journal: str | None = None
+    """The session's journal file, when one was written."""
 
     @property
     def passed(self) -> bool:
@@ -141,6 +146,7 @@ class TestResult:
             "transcript": self.transcript,
             "tool_calls": self.tool_calls,
             "end_reason": self.end_reason,
+            "journal": self.journal,
         }
 
 
@@ -462,6 +468,7 @@ async def run_test(
             text_only=test.text_only,
             client_tools=_fixtures(test),
             timeouts=target.timeouts,
+            journal=target.journal,
         )
     except FishtalkError as exc:
         return _errored(result, exc, started)
@@ -527,6 +534,7 @@ async def run_test(
         failures.append(Failure(windows[-1][1], "the turn completes", str(exc)))
     state = session.state
     result.end_reason = state.end_reason
+    result.journal = str(session.journal_path) if session.journal_path is not None else None
     result.transcript = [
         f"{'you' if s.role == 'user' else s.role}: {s.text}" for s in state.transcript if s.text
     ]

@@ -110,6 +110,12 @@ def test_pass_fail_exit_codes_and_reports(tmp_path: Path) -> None:
     by_name = {r["name"]: r for r in data["results"]}
     assert by_name["tool_params"]["failures"][0]["seen"].startswith("tool calls:")
     assert by_name["waits"]["status"] == "passed"
+    # Each session was journaled; the failure report names the failing session's journal.
+    journal = Path(by_name["tool_params"]["journal"])
+    assert journal.is_file()
+    assert f"  journal: {journal}" in lines
+    assert "call get_customer" in journal.read_text("utf-8")
+    assert Path(by_name["waits"]["journal"]).is_file()
     only_good = fishtalk(good, *CHAT)
     assert only_good.returncode == 0, only_good.stdout + only_good.stderr
 
