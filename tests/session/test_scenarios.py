@@ -226,7 +226,10 @@ async def test_scenario_signalling_drop_and_full_reconnect(sim: SimHandle) -> No
             lambda s: any(seg.text.startswith("Still here") for seg in s.transcript),
             30,
         )
-        assert statuses[:1] == ["connected"]
+        # The listener may or may not see the initial "connecting" (a state published while
+        # joining, say a notice, shows it); after it, the call was connected first.
+        joined = statuses[1:] if statuses[:1] == ["connecting"] else statuses
+        assert joined[:1] == ["connected"]
         assert session.state.status == "connected"
         session.hangup()
         result = await asyncio.wait_for(run, WAIT)
