@@ -32,6 +32,19 @@ def dominant_frequency(samples: npt.NDArray[np.int16], rate: int = RATE) -> floa
     return float(k_refined * rate / x.size)
 
 
+def steady_frequency(samples: npt.NDArray[np.int16], rate: int = RATE, window: int = 4096) -> float:
+    """The tone's frequency as the median over overlapping windows of ``samples``.
+
+    Sound that crossed a WebRTC call can carry a few seams where the receiver's jitter
+    buffer stretched or concealed audio (under load); one FFT over everything shifts its
+    peak by a few hertz at such a seam, while most windows hold clean tone.
+    """
+    if samples.size <= window:
+        return dominant_frequency(samples, rate)
+    starts = range(0, samples.size - window + 1, window // 2)
+    return float(np.median([dominant_frequency(samples[i : i + window], rate) for i in starts]))
+
+
 def loud_samples(samples: npt.NDArray[np.int16], threshold: float = 0.02) -> npt.NDArray[np.int16]:
     """The 10 ms blocks of ``samples`` whose RMS exceeds ``threshold`` (full scale = 1)."""
     whole = samples.size // 480 * 480
