@@ -6,6 +6,8 @@ import asyncio
 import io
 import os
 import pty
+import select
+import time
 from collections.abc import Iterator
 from typing import TextIO
 
@@ -73,6 +75,11 @@ def test_terminal_approver_takes_a_terminal_answer(
     tty_in, tty_out, master = terminal
     os.write(master, b"yes\n")
     assert asyncio.run(terminal_approver(tty_in, tty_out)(REQUEST)) is True
-    shown = os.read(master, 4096).decode()
+    # The terminal's echo of "yes" and the prompt may arrive in separate reads.
+    shown = ""
+    deadline = time.monotonic() + 10
+    while "Allow? [y/N]" not in shown and time.monotonic() < deadline:
+        if select.select([master], [], [], 0.1)[0]:
+            shown += os.read(master, 4096).decode()
     assert "The agent wants to run client tool 'touch'" in shown
     assert "Allow? [y/N]" in shown
