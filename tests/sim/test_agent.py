@@ -380,7 +380,8 @@ async def test_sound_over_its_own_voice_is_not_answered(sim: SimHandle, user: Us
     await agent.wait_note("heard sound over my own voice; not answering it", within=30.0)
     # The agent notes it before its final transcript has reached us: wait for that too.
     final = await user.until(
-        lambda: [s for s in user.user_streams() if s.header_final] or None, within=20.0
+        lambda: [s for s in user.user_streams() if s.header_final and s.closed] or None,
+        within=20.0,
     )
     assert len(final) == 1
     match = re.search(r"mostly around (\d+) Hz", final[0].text)
