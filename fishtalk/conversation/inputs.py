@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from fishtalk.conversation.latency import LatencyMark
 from fishtalk.conversation.reasons import END_CONNECTION_FAILED
 from fishtalk.conversation.state import ClientToolStatus, NoticeKind
 from fishtalk.protocol import AgentEvent, ClientToolResult
@@ -248,5 +249,6 @@ Input: TypeAlias = (
     | Hangup
     | LocalError
     | AddNotice
+    | LatencyMark
 )
 """Everything the reducer accepts."""

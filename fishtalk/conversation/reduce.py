@@ -67,6 +67,7 @@ from fishtalk.conversation.inputs import (
     TranscriptStreamClosed,
     TranscriptStreamOpened,
 )
+from fishtalk.conversation.latency import LatencyMark
 from fishtalk.conversation.reasons import (
     AGENT_SIDE_DISCONNECTS,
     END_AGENT_HANGUP,
@@ -902,6 +903,11 @@ def _on_notice(r: _Step, inp: AddNotice) -> None:
     _add_notice(r, inp.text, inp.at, inp.kind)
 
 
+def _on_latency_mark(r: _Step, inp: LatencyMark) -> None:
+    """A latency mark from the session (the waterfall logic lands with issue 14)."""
+    del r, inp
+
+
 _HANDLERS: Final[dict[type, Any]] = {
     Connected: _on_connected,
     ConnectFailed: _on_connect_failed,
@@ -926,6 +932,7 @@ _HANDLERS: Final[dict[type, Any]] = {
     Hangup: _on_hangup,
     LocalError: _on_local_error,
     AddNotice: _on_notice,
+    LatencyMark: _on_latency_mark,
 }
 """One handler per input type; each changes the step in place."""
 

@@ -9,6 +9,7 @@ from typing import Final, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import JsonValue
 
+from fishtalk.conversation.latency import Latency
 from fishtalk.protocol import UserMessage
 
 MAX_ERRORS: Final = 200
@@ -459,6 +460,8 @@ class State:
     earlier_failed_tools: int = 0
     """Of :attr:`earlier_tools`: the cards that showed a failure when they dropped (a
     ``display_status`` other than running, completed or ok)."""
+    latency: Latency = field(default_factory=Latency)
+    """Heard latency per turn (see :mod:`fishtalk.conversation.latency`)."""
     _internal: Internal = field(default_factory=Internal, repr=False)
     """The reducer's bookkeeping (not for front ends)."""
 

@@ -1,0 +1,237 @@
+"""Heard latency: what one turn took, as the user experienced it, on one monotonic clock.
+
+Every figure is measured at the client, on the session's clock (monotonic seconds, the
+``at`` of every input). A turn's :class:`Waterfall` runs from the end of the user's turn
+to the moment the agent's first audible sample left the speaker:
+
+* **user turn ended**: a typed turn's publish, or for a spoken turn the end of speech at
+  the microphone (the capture-side voice-activity detector), together with the arrival of
+  the user's final transcript;
+* **the agent's side**: its ``thinking`` state, its first transcript chunk, the first
+  non-silent agent audio frame received;
+* **at the speaker**: when that frame was handed to the output device, plus the device's
+  reported output latency. That sum is the *heard* time.
+
+The session feeds :class:`LatencyMark` inputs for what only IO can see (publishes, the
+detector, frames, the device); the reducer adds what it sees itself (agent state,
+transcript chunks, the user's final transcript, the interrupt key). Turns whose
+measurement is incomplete carry a reason (:attr:`Waterfall.incomplete`) instead of a
+number. Nothing here imports asyncio, livekit or textual.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias
+
+MarkKind: TypeAlias = Literal[
+    "typed_sent",
+    "speech_ended",
+    "audio_received",
+    "audio_heard",
+    "rtt",
+    "interrupt_flushed",
+    "interrupt_wire_stopped",
+]
+"""What a :class:`LatencyMark` records:
+
+``typed_sent``
+    a typed turn (``user.text``) was published: the typed turn's end.
+``speech_ended``
+    the capture-side detector saw the user's speech end (``at`` is the capture time of the
+    last voiced frame plus nothing: the hangover is not counted).
+``audio_received``
+    the first non-silent agent audio frame of a reply arrived from the room.
+``audio_heard``
+    that frame was handed to the output device (``at``); ``value`` is the device's
+    reported output latency in seconds, so ``at + value`` is when it was heard.
+``rtt``
+    a network round trip from the SDK's RTC stats; ``value`` in seconds.
+``interrupt_flushed``
+    after an interrupt, the last agent sample left the speaker (the local flush), ``at``
+    already includes the output latency.
+``interrupt_wire_stopped``
+    after an interrupt, the last non-silent agent frame arrived from the room.
+"""
+
+MARK_KINDS: Final[tuple[MarkKind, ...]] = (
+    "typed_sent",
+    "speech_ended",
+    "audio_received",
+    "audio_heard",
+    "rtt",
+    "interrupt_flushed",
+    "interrupt_wire_stopped",
+)
+
+TurnKind: TypeAlias = Literal["typed", "spoken"]
+
+Incomplete: TypeAlias = Literal[
+    "text-only", "no audio", "no user turn", "interrupted", "ended", "not heard"
+]
+"""Why a turn has no heard figure: ``text-only`` (no audio path at all), ``no audio`` (the
+reply came without audio), ``no user turn`` (the agent spoke unprompted), ``interrupted``
+(cut off before it was heard), ``ended`` (the call ended first), ``not heard`` (audio
+arrived but never reached the device)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyMark:
+    """Input: something only IO can see happened at ``at`` (see :data:`MarkKind`)."""
+
+    kind: MarkKind
+    at: float
+    value: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Waterfall:
+    """One turn's marks (session clock seconds; ``None`` = not seen) and what follows."""
+
+    turn: int
+    """1-based number of the measured turn in this call."""
+    kind: TurnKind
+    user_ended_at: float
+    """Typed: the publish. Spoken: the end of speech at the microphone."""
+    segment_id: str | None = None
+    """The agent's reply segment (where a front end puts the badge)."""
+    user_final_at: float | None = None
+    """Spoken turns: the user's final transcript arrived."""
+    thinking_at: float | None = None
+    first_text_at: float | None = None
+    audio_received_at: float | None = None
+    audio_handed_at: float | None = None
+    output_latency: float | None = None
+    """The output device's reported latency, seconds."""
+    rtt: float | None = None
+    """The latest network round trip known when the turn closed, seconds."""
+    incomplete: Incomplete | None = None
+    """Why there is no heard figure (``None`` when :attr:`heard` is a number)."""
+
+    @property
+    def heard_at(self) -> float | None:
+        """When the first audible sample left the speaker."""
+        if self.audio_handed_at is None or self.output_latency is None:
+            return None
+        return self.audio_handed_at + self.output_latency
+
+    @property
+    def heard(self) -> float | None:
+        """Heard latency: end of the user's turn to the agent heard, seconds."""
+        heard_at = self.heard_at
+        return None if heard_at is None else heard_at - self.user_ended_at
+
+    @property
+    def first_text(self) -> float | None:
+        """End of the user's turn to the agent's first transcript chunk, seconds."""
+        return None if self.first_text_at is None else self.first_text_at - self.user_ended_at
+
+    @property
+    def client_share(self) -> float | None:
+        """The client's own share: first audio frame received to handed to the device."""
+        if self.audio_received_at is None or self.audio_handed_at is None:
+            return None
+        return self.audio_handed_at - self.audio_received_at
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready: every mark, relative figures in milliseconds, and why incomplete."""
+        return {
+            "turn": self.turn,
+            "kind": self.kind,
+            "segment_id": self.segment_id,
+            "user_ended_at": self.user_ended_at,
+            "user_final_at": self.user_final_at,
+            "thinking_at": self.thinking_at,
+            "first_text_at": self.first_text_at,
+            "audio_received_at": self.audio_received_at,
+            "audio_handed_at": self.audio_handed_at,
+            "output_latency_ms": _ms(self.output_latency),
+            "heard_ms": _ms(self.heard),
+            "first_text_ms": _ms(self.first_text),
+            "client_share_ms": _ms(self.client_share),
+            "rtt_ms": _ms(self.rtt),
+            "incomplete": self.incomplete,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptTiming:
+    """One interrupt: the key press and when the agent's audio stopped."""
+
+    pressed_at: float
+    flushed_at: float | None = None
+    """The last agent sample left the speaker (output latency included)."""
+    wire_stopped_at: float | None = None
+    """The last non-silent agent frame arrived from the room."""
+
+    @property
+    def local_flush(self) -> float | None:
+        """Key press to the last agent sample leaving the speaker, seconds."""
+        return None if self.flushed_at is None else self.flushed_at - self.pressed_at
+
+    @property
+    def wire_stop(self) -> float | None:
+        """Key press to the agent's audio stopping on the wire, seconds."""
+        return None if self.wire_stopped_at is None else self.wire_stopped_at - self.pressed_at
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "pressed_at": self.pressed_at,
+            "local_flush_ms": _ms(self.local_flush),
+            "wire_stop_ms": _ms(self.wire_stop),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """The latency part of :class:`~fishtalk.conversation.State`."""
+
+    open: Waterfall | None = None
+    """The turn being measured now."""
+    turns: tuple[Waterfall, ...] = ()
+    """Closed turns, oldest first."""
+    interrupts: tuple[InterruptTiming, ...] = ()
+    rtt: float | None = None
+    """The latest network round trip, seconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Heard latency over a call: p50, p95 and the worst turn (``None`` with no figures)."""
+
+    turns: int
+    """Turns closed."""
+    measured: int
+    """Of those, turns with a heard figure."""
+    p50: float | None
+    p95: float | None
+    worst: Waterfall | None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q`` quantile (0..1) of ``values`` by the nearest-rank method, or ``None``."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def summarize(turns: Sequence[Waterfall]) -> Summary:
+    """p50, p95 and the worst of the turns' heard figures."""
+    measured = [t for t in turns if t.heard is not None]
+    heard = [t.heard for t in measured if t.heard is not None]
+    worst = max(measured, key=lambda t: t.heard or 0.0) if measured else None
+    return Summary(
+        turns=len(turns),
+        measured=len(measured),
+        p50=percentile(heard, 0.5),
+        p95=percentile(heard, 0.95),
+        worst=worst,
+    )
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000.0, 1)
