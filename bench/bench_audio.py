@@ -8,9 +8,11 @@ playing a real-time stream of 10 ms agent frames to the virtual speaker:
 2. fishtalk without processing: the backend with the AudioProcessingModule switched off;
 3. fishtalk: the backend as shipped (echo cancellation, noise suppression, high-pass
    filter, auto gain), mic frames consumed from ``mic_frames()``;
-4. the same with heard-latency measurement on (issue 14): the end-of-speech detector on
-   every processed mic frame, the session's per-frame "armed?" comparison on every agent
-   frame, and one marked frame (play_marked) per second, as a turn a second would;
+4. heard-latency measurement (issue 14) off and on, as two rows: the backend as in row 3,
+   the session's per-frame "armed?" comparison on every agent frame, and with measurement
+   on the end-of-speech detector on every processed mic frame and one marked frame
+   (play_marked) per second, as a turn a second would. The two alternate in three
+   rounds of a third of the run each (the machine's load drifts), CPU summed per row;
 5. the same as row 3, with each mic frame fed to an ``rtc.AudioSource`` as the session does;
 6. anchor: livekit's ``MediaDevices`` (sounddevice + APM from the SDK), the same options
    and block size, its mic frames going into its ``rtc.AudioSource``;
@@ -156,11 +158,8 @@ async def fishtalk(
 
     def play(i: int) -> None:
         frame = frames[i]
-        if not measure:
-            backend.play(frame)
-            return
         # What Session._play does per frame: one comparison, a level check only while armed.
-        if i % 100 == 0:
+        if measure and i % 100 == 0:
             armed[0] = True  # a user turn ended: the next audible frame is the reply's first
         if armed[0] and is_audible(frame.data):
             armed[0] = False
@@ -186,18 +185,35 @@ async def fishtalk(
     await backend.aclose()
     if source is not None:
         await source.aclose()
-    name = (
-        "fishtalk backend, APM on (AEC+NS+HPF+AGC), measurement off"
-        if processing
-        else "fishtalk, APM off"
-    )
-    extra = ""
-    if measure:
-        name = "fishtalk backend, APM on, measurement on"
-        extra = f"{marks['heard']} heard marks"
+    name = "fishtalk backend, APM on (AEC+NS+HPF+AGC)" if processing else "fishtalk, APM off"
+    extra = f"{marks['heard']} heard marks"
     if publish:
         name = "fishtalk, APM on, mic into an AudioSource"
     return Run(name, cpu, wall, got, stats.playback_frames, extra), stats
+
+
+async def measurement(seconds: float, rounds: int = 3) -> tuple[Run, Run]:
+    """APM on, latency measurement off and on, alternating; CPU and frames summed."""
+    runs: dict[bool, list[Run]] = {False: [], True: []}
+    for _ in range(rounds):
+        for measure in (False, True):
+            run, _ = await fishtalk(seconds / rounds, processing=True, measure=measure)
+            runs[measure].append(run)
+
+    def total(name: str, parts: list[Run]) -> Run:
+        return Run(
+            name,
+            sum(r.cpu_s for r in parts),
+            sum(r.wall_s for r in parts),
+            sum(r.mic_frames for r in parts),
+            sum(r.played_frames for r in parts),
+            f"{sum(int(r.extra.split()[0]) for r in parts)} heard marks",
+        )
+
+    return (
+        total("fishtalk APM on, measurement off", runs[False]),
+        total("fishtalk APM on, measurement on", runs[True]),
+    )
 
 
 def vad_cost(frames: int = 20_000) -> tuple[float, float, float]:
@@ -378,13 +394,13 @@ async def main(seconds: float) -> str:
     baseline = await bare(seconds)
     plain, plain_stats = await fishtalk(seconds, processing=False)
     full, stats = await fishtalk(seconds, processing=True)
-    measured, _ = await fishtalk(seconds, processing=True, measure=True)
+    unmeasured, measured = await measurement(seconds)
     published, published_stats = await fishtalk(seconds, processing=True, publish=True)
     sdk = await media_devices(seconds)
     apm_only = await apm_alone(seconds)
     platform = platform_audio_status()
     load_after = os.getloadavg()
-    rows = [baseline, plain, full, measured, published, sdk, apm_only]
+    rows = [baseline, plain, full, unmeasured, measured, published, sdk, apm_only]
     vad_silent, vad_voiced, audible = vad_cost()
     lines = [
         "## Audio path (virtual PulseAudio devices)",
@@ -411,8 +427,9 @@ async def main(seconds: float) -> str:
         f"is {full.cpu_s / (baseline.cpu_s + apm_only.cpu_s):.2f}x that floor.",
         "",
         f"Heard-latency measurement (issue 14): APM on with measurement costs "
-        f"{measured.cpu_s - full.cpu_s:+.2f} CPU s per {seconds:.0f} s against without "
-        f"({measured.cpu_s / full.cpu_s:.3f}x; {measured.extra}). Its only per-frame work is "
+        f"{measured.cpu_s - unmeasured.cpu_s:+.2f} CPU s per {seconds:.0f} s against without "
+        f"({measured.cpu_s / unmeasured.cpu_s:.3f}x; {measured.extra}; the runs' own spread "
+        "on a shared machine is larger than that). Its only per-frame work is "
         f"the end-of-speech detector on each mic frame, timed alone at {vad_silent:.1f} µs "
         f"per silent and {vad_voiced:.1f} µs per voiced 10 ms frame "
         f"({vad_voiced / 100:.2f}% of one core while speaking), and one comparison per agent "
