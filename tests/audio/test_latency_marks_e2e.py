@@ -25,6 +25,7 @@ from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.fish.speech import ECHO_TAIL
 from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(120)]
@@ -132,6 +133,11 @@ async def test_a_typed_and_a_spoken_turn_and_an_interrupt_leave_their_marks_in_o
             assert 0.0 < rtt.value < 1.0
 
             # A spoken turn: a tone into the virtual mic; its end is found by the detector.
+            # Only once the reply is over (a turn that ends while the agent's audio still
+            # plays would be marked at that audio), and past the sim's echo tail (it does
+            # not answer sound that starts just after its own voice).
+            await _until_quiet(session)
+            await asyncio.sleep(ECHO_TAIL + 0.1)
             feeder = vaudio.feed_mic(tone(440, 1.0, amplitude=0.3).tobytes())
             try:
                 spoken = await log.wait("speech_ended")
