@@ -533,12 +533,14 @@ class _DemoGrant:
 
     async def obtain(self) -> LiveKitGrant:
         from fishtalk.aio import in_daemon_thread
-        from fishtalk.api import SessionClient
-        from fishtalk.session import CreateSession
 
         after = self.after
         if after is not None and not after.is_set():
             await in_daemon_thread(lambda: after.wait(FIRST_FRAME_WAIT), name="fishtalk-frame")
+        # Imported behind the first frame too (httpx).
+        from fishtalk.api import SessionClient
+        from fishtalk.session import CreateSession
+
         info = await in_daemon_thread(self.sim.start, name="fishtalk-sim-start")
         timeout = self.settings.api.timeout
         client = SessionClient(info.api_url, api_key=info.dev_key, timeout=timeout)

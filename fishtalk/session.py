@@ -437,13 +437,14 @@ class Session:
             raise exc
 
     async def _start(self) -> None:
-        # livekit (and numpy under it) is imported when a call starts, not with this
-        # module: a front end draws its first frame without waiting for it.
-        from livekit import rtc
-
         grant = await self._obtain_grant()
         if grant is None:
             return  # refused before any device was touched
+        # livekit (and numpy under it) is imported once there is a call to join, not with
+        # this module nor before the grant: a front end (whose grant may wait for its first
+        # frame, as the demo's does) draws without waiting for it.
+        from livekit import rtc
+
         audio = await self._open_audio()
         clock = replace(self._state.clock, max_duration_seconds=grant.max_duration_seconds)
         self._state = replace(self._state, clock=clock)
