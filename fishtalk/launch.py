@@ -537,11 +537,11 @@ class _DemoGrant:
         after = self.after
         if after is not None and not after.is_set():
             await in_daemon_thread(lambda: after.wait(FIRST_FRAME_WAIT), name="fishtalk-frame")
+        info = await in_daemon_thread(self.sim.start, name="fishtalk-sim-start")
         # Imported behind the first frame too (httpx).
         from fishtalk.api import SessionClient
         from fishtalk.session import CreateSession
 
-        info = await in_daemon_thread(self.sim.start, name="fishtalk-sim-start")
         timeout = self.settings.api.timeout
         client = SessionClient(info.api_url, api_key=info.dev_key, timeout=timeout)
         return await CreateSession(client, session_request(self.settings)).obtain()

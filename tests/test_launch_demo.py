@@ -25,6 +25,7 @@ _PROBE = textwrap.dedent(
     from fishtalk.tui.app import FishtalkApp
 
     HEAVY = ("aiortc",)  # what the LiveKit-protocol server stands on
+    CALL = ("livekit", "numpy", "httpx")  # what the call itself needs, once it has a grant
 
     def load(overrides):
         env = {CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"}
@@ -37,6 +38,7 @@ _PROBE = textwrap.dedent(
             # The moment the sim's imports begin: the first frame must be out already.
             report["drawn_before_sim"] = drawn.is_set()
             report["heavy_before_sim"] = [m for m in HEAVY if m in sys.modules]
+            report["call_before_sim"] = [m for m in CALL if m in sys.modules]
             report["notice_before_sim"] = [n.text for n in session.state.notices]
             return super().start()
 
@@ -89,6 +91,7 @@ def test_the_demo_draws_before_the_sim_is_imported() -> None:
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["drawn_before_sim"] is True
     assert report["heavy_before_sim"] == []
+    assert report["call_before_sim"] == []
     assert report["notice_before_sim"] == ["Starting the simulated agent…"]
     assert report["status"] == "connected"
     assert report["later_heavy"] == ["aiortc"]
