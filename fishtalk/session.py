@@ -263,11 +263,11 @@ class Session:
         self._tasks = TaskSet("fishtalk-session", on_error=_task_failed)
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._deferred: set[asyncio.TimerHandle] = set()
-        self._outbox: asyncio.Queue[conv.ClientEventOut] | None = None
+        self._outbox: asyncio.Queue[conv.ClientEventOut | _Resume] | None = None
+        """What the sender task publishes in order: events, or a publish already started
+        (see :meth:`_send`) for it to see through."""
         self._sender_holds = False
-        """The sender task has taken an event from the outbox and not finished it yet."""
-        self._direct: asyncio.Task[None] | None = None
-        """A client event published directly (see :meth:`_send`), until its publish ends."""
+        """The sender task has taken an item from the outbox and not finished it yet."""
         self._room: rtc.Room | None = None
         self._reconnecting = False
         self._link_up: asyncio.Event | None = None
@@ -905,12 +905,12 @@ class Session:
     # --- effects that need IO ----------------------------------------------------------
 
     def _send(self, event: conv.ClientEventOut) -> None:
-        """Publish ``event`` after every event asked for before it.
+        """Publish ``event`` after every event asked for before it, through the sender task.
 
-        Fast path: with the link up and nothing queued or on its way, the publish starts
-        right here, so the bytes leave before this returns (no hop through the sender
-        task). Otherwise the event joins the outbox and the sender task publishes it in
-        turn; that is also what keeps the order while the link is down."""
+        Fast path: with the link up and the sender idle (nothing queued, nothing on its
+        way), the publish starts right here, so the bytes leave before this returns; the
+        sender only sees it through. Otherwise the event is queued and published in turn,
+        which also keeps the order while the link is down."""
         outbox = self._outbox
         if outbox is None:
             return
@@ -918,7 +918,6 @@ class Session:
         if (
             room is None
             or self._sender_holds
-            or self._direct is not None
             or not outbox.empty()
             or link_up is None
             or not link_up.is_set()
@@ -926,15 +925,9 @@ class Session:
         ):
             outbox.put_nowait(event)
             return
-        rest = _step_now(self._publish(room, event))
-        if rest is not None:
-            task = self._spawn(rest, "send")
-            self._direct = task
-            task.add_done_callback(self._direct_done)
-
-    def _direct_done(self, task: asyncio.Task[None]) -> None:
-        if self._direct is task:
-            self._direct = None
+        started = _step_now(self._publish(room, event))
+        if started is not None:
+            outbox.put_nowait(started)
 
     async def _sender(self, room: rtc.Room) -> None:
         """Publish queued client events one at a time, in the order the reducer asked."""
@@ -943,22 +936,21 @@ class Session:
         link_up = self._link_up
         assert link_up is not None
         while True:
-            event = await outbox.get()
+            item = await outbox.get()
             self._sender_holds = True
             try:
-                direct = self._direct
-                if direct is not None and not direct.done():
-                    # An event published directly was asked for before this one.
-                    await asyncio.wait({direct})
+                if isinstance(item, _Resume):
+                    await item  # started by _send
+                    continue
                 if not link_up.is_set():
                     # While the SDK reconnects, publishing fails; the event waits instead.
                     try:
                         async with asyncio.timeout(LINK_WAIT):
                             await link_up.wait()
                     except TimeoutError as exc:
-                        self._send_failed(event, exc)
+                        self._send_failed(item, exc)
                         continue
-                await self._publish(room, event)
+                await self._publish(room, item)
             finally:
                 self._sender_holds = False
                 outbox.task_done()
@@ -1011,8 +1003,6 @@ class Session:
             # Let user.hangup (and anything queued before it) leave before disconnecting.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(SEND_DRAIN_TIMEOUT):
-                    if self._direct is not None:
-                        await asyncio.wait({self._direct})
                     await outbox.join()
         self._tools.cancel_all()
         await self._tasks.cancel_all()
@@ -1076,19 +1066,15 @@ class Session:
             await asyncio.shield(task)
 
 
-def _step_now(coro: Coroutine[Any, Any, None]) -> Coroutine[Any, Any, None] | None:
+def _step_now(coro: Coroutine[Any, Any, None]) -> _Resume | None:
     """Run ``coro`` up to its first suspension now, on the caller's stack (Python 3.11 has
-    no eager tasks); return a coroutine that runs the rest, for a task, or None if it
-    already finished."""
+    no eager tasks); return what a task awaits to run the rest, or None if it already
+    finished."""
     try:
         first = coro.send(None)
     except StopIteration:
         return None
-    return _rest_of(coro, first)
-
-
-async def _rest_of(coro: Coroutine[Any, Any, None], first: Any) -> None:
-    await _Resume(coro, first)
+    return _Resume(coro, first)
 
 
 class _Resume:
