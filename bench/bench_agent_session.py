@@ -17,6 +17,7 @@ Prints one markdown section.
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -118,7 +119,9 @@ def _import_ms(code: str) -> list[float]:
 
 def main() -> None:
     """Measure and print the markdown section."""
+    load_before = os.getloadavg()[0]
     results = asyncio.run(_measure())
+    load_after = os.getloadavg()[0]
     imports = {
         "python -c pass": _import_ms("pass"),
         "import fishtalk": _import_ms("import fishtalk"),
@@ -148,6 +151,11 @@ def main() -> None:
         f"Ratio of medians: AgentSession / bare **{api / bare:.2f}**, "
         f"Session / bare **{engine / bare:.2f}**, AgentSession / Session "
         f"**{api / engine:.2f}**."
+    )
+    print()
+    print(
+        f"Load average (1 min) on this 2-core machine: {load_before:.1f} before, "
+        f"{load_after:.1f} after."
     )
     print()
     print(f"Wall time of a fresh interpreter, median of {IMPORT_RUNS} runs:")

@@ -16,6 +16,7 @@ Prints one markdown section.
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -128,7 +129,9 @@ async def _measure(directory: Path) -> tuple[dict[str, list[float]], JournalWrit
 def main() -> None:
     """Measure and print the markdown section."""
     with tempfile.TemporaryDirectory() as tmp:
+        load_before = os.getloadavg()[0]
         results, writer = asyncio.run(_measure(Path(tmp)))
+        load_after = os.getloadavg()[0]
         size = (Path(tmp) / "bench.jsonl").stat().st_size
     bare_med = statistics.median(results["bare"])
     print("## journal")
@@ -159,6 +162,11 @@ def main() -> None:
     print(
         f"Journal on / off (medians): **{on / off:.3f}**; {writer.written} records, "
         f"{size / 1024:.0f} KiB written, {writer.dropped} dropped."
+    )
+    print()
+    print(
+        f"Load average (1 min) on this 2-core machine: {load_before:.1f} before, "
+        f"{load_after:.1f} after."
     )
 
 

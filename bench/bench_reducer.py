@@ -10,6 +10,7 @@ input should be flat across every row. Prints one markdown section.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 
@@ -129,6 +130,7 @@ def main() -> None:
         cases.append((f"{segments:,} segments", _after_segments(segments), 0))
     # Round robin, best of RUNS per case: on a shared machine noise only ever adds time,
     # and interleaving spreads it over every row alike.
+    load_before = os.getloadavg()[0]
     best = [float("inf")] * len(cases)
     inputs = [_inputs(first) for _, _, first in cases]
     for _ in range(RUNS):
@@ -158,6 +160,12 @@ def main() -> None:
     print(
         "For scale: a fast agent reply streams ~10 chunks/s and the UI needs ~30 updates/s, "
         "so the reducer is idle almost all the time."
+    )
+    load_after = os.getloadavg()[0]
+    print()
+    print(
+        f"Load average (1 min) on this 2-core machine: {load_before:.1f} before, "
+        f"{load_after:.1f} after."
     )
 
 

@@ -14,6 +14,7 @@ Prints one markdown section.
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -95,7 +96,9 @@ async def _measure() -> tuple[list[float], list[float]]:
 
 def main() -> None:
     """Measure and print the markdown section."""
+    load_before = os.getloadavg()[0]
     session_ms, bare_ms = asyncio.run(_measure())
+    load_after = os.getloadavg()[0]
     s_med, b_med = statistics.median(session_ms), statistics.median(bare_ms)
     print("## session")
     print()
@@ -115,6 +118,11 @@ def main() -> None:
         )
     print()
     print(f"Ratio of medians (session / bare): **{s_med / b_med:.2f}**.")
+    print()
+    print(
+        f"Load average (1 min) on this 2-core machine: {load_before:.1f} before, "
+        f"{load_after:.1f} after."
+    )
 
 
 if __name__ == "__main__":

@@ -107,15 +107,21 @@ def _wrap(result: Result) -> str:
     return f"{_BEGIN.format(name=result.name)}\n{result.section}{_END.format(name=result.name)}\n"
 
 
-def render(results: list[Result], existing: str | None) -> str:
-    """The new BENCHMARKS.md text; keeps sections of benchmarks that were not re-run."""
+def render(results: list[Result], existing: str | None, *, full: bool = False) -> str:
+    """The new BENCHMARKS.md text. A partial run keeps the sections of benchmarks that were
+    not re-run; a full run drops them. Either way, hand-written sections (a name no
+    ``bench_*.py`` script has, e.g. ``overview``) are kept, first."""
+    scripts = {_name(path) for path in discover()}
     kept: dict[str, str] = {}
     if existing:
         for match in _SECTION_RE.finditer(existing):
-            kept[match.group("name")] = match.group(0)
+            name = match.group("name")
+            if not full or name not in scripts:
+                kept[name] = match.group(0)
     for result in results:
         kept[result.name] = _wrap(result)
-    body = "\n".join(kept[name] for name in sorted(kept))
+    order = sorted(kept, key=lambda name: (name in scripts, name))
+    body = "\n".join(kept[name] for name in order)
     return f"{HEADER}\n{_machine()}\n\n{body}"
 
 
@@ -150,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         results.append(result)
 
     existing = args.output.read_text(encoding="utf-8") if args.output.exists() else None
-    # A partial run keeps the other sections; a full run starts from a clean file.
-    text = render(results, existing if wanted else None)
+    # A partial run keeps the other sections; a full run keeps only the hand-written ones.
+    text = render(results, existing, full=not wanted)
     args.output.write_text(text, encoding="utf-8")
     print(f"wrote {args.output}", file=sys.stderr)
     return 0 if all(r.ok for r in results) else 1

@@ -34,7 +34,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
 from urllib.parse import urlsplit
@@ -283,7 +283,11 @@ class Session:
         self._tasks = TaskSet("fishtalk-session", on_error=_task_failed)
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._deferred: set[asyncio.TimerHandle] = set()
-        self._outbox: asyncio.Queue[conv.ClientEventOut] | None = None
+        self._outbox: asyncio.Queue[conv.ClientEventOut | _Resume] | None = None
+        """What the sender task publishes in order: events, or a publish already started
+        (see :meth:`_send`) for it to see through."""
+        self._sender_holds = False
+        """The sender task has taken an item from the outbox and not finished it yet."""
         self._room: rtc.Room | None = None
         self._reconnecting = False
         self._link_up: asyncio.Event | None = None
@@ -474,13 +478,14 @@ class Session:
             raise exc
 
     async def _start(self) -> None:
-        # livekit (and numpy under it) is imported when a call starts, not with this
-        # module: a front end draws its first frame without waiting for it.
-        from livekit import rtc
-
         grant = await self._obtain_grant()
         if grant is None:
             return  # refused before any device was touched
+        # livekit (and numpy under it) is imported once there is a call to join, not with
+        # this module nor before the grant: a front end (whose grant may wait for its first
+        # frame, as the demo's does) draws without waiting for it.
+        from livekit import rtc
+
         audio = await self._open_audio()
         self._tap_audio(audio)
         clock = replace(self._state.clock, max_duration_seconds=grant.max_duration_seconds)
@@ -995,8 +1000,7 @@ class Session:
     def _execute(self, effect: conv.Effect) -> None:
         match effect:
             case conv.SendClientEvent(event=event):
-                if self._outbox is not None:
-                    self._outbox.put_nowait(event)
+                self._send(event)
             case conv.RunClientTool(call=call):
                 if self._loop is not None:
                     self._spawn(self._run_tool(call), f"tool {call.call_id}")
@@ -1058,46 +1062,87 @@ class Session:
 
     # --- effects that need IO ----------------------------------------------------------
 
+    def _send(self, event: conv.ClientEventOut) -> None:
+        """Publish ``event`` after every event asked for before it, through the sender task.
+
+        Fast path: with the link up and the sender idle (nothing queued, nothing on its
+        way), the publish starts right here, so the bytes leave before this returns; the
+        sender only sees it through. Otherwise the event is queued and published in turn,
+        which also keeps the order while the link is down."""
+        outbox = self._outbox
+        if outbox is None:
+            return
+        room, link_up = self._room, self._link_up
+        if (
+            room is None
+            or self._sender_holds
+            or not outbox.empty()
+            or link_up is None
+            or not link_up.is_set()
+            or asyncio._get_running_loop() is not self._loop
+        ):
+            outbox.put_nowait(event)
+            return
+        started = _step_now(self._publish(room, event))
+        if started is not None:
+            outbox.put_nowait(started)
+
     async def _sender(self, room: rtc.Room) -> None:
-        """Publish client events one at a time, in the order the reducer asked."""
+        """Publish queued client events one at a time, in the order the reducer asked."""
         outbox = self._outbox
         assert outbox is not None
         link_up = self._link_up
         assert link_up is not None
         while True:
-            event = await outbox.get()
+            item = await outbox.get()
+            self._sender_holds = True
             try:
+                if isinstance(item, _Resume):
+                    await item  # started by _send
+                    continue
                 if not link_up.is_set():
                     # While the SDK reconnects, publishing fails; the event waits instead.
-                    async with asyncio.timeout(LINK_WAIT):
-                        await link_up.wait()
-                data = encode_client_event(event)
-                taken_at = self._clock()
-                await room.local_participant.publish_data(
-                    data, reliable=True, topic=TOPIC_CLIENT_EVENT
-                )
-                self._sent_events += 1
-                if event.type == "user.message":
-                    self._mark("typed_sent", self._clock())
-                    # A reply asked to be text-only has no first audio frame to wait for.
-                    if event.audio is not False:
-                        self._arm(taken_at)
-                    else:
-                        self._armed = False
-                if self._observers:
-                    self._observe(observe.PacketOut(TOPIC_CLIENT_EVENT, data, self._clock()))
-            except Exception as exc:
-                why = _one_line(str(exc)) or type(exc).__name__
-                _log.warning("could not send %s: %s", event.type, why)
-                self._feed(
-                    conv.LocalError(
-                        code="send_failed",
-                        at=self._clock(),
-                        detail=f"Could not send {event.type}: {why}",
-                    )
-                )
+                    try:
+                        async with asyncio.timeout(LINK_WAIT):
+                            await link_up.wait()
+                    except TimeoutError as exc:
+                        self._send_failed(item, exc)
+                        continue
+                await self._publish(room, item)
             finally:
+                self._sender_holds = False
                 outbox.task_done()
+
+    async def _publish(self, room: rtc.Room, event: conv.ClientEventOut) -> None:
+        """Publish one client event, on the link that is up (both paths of :meth:`_send`
+        end here). Its first step may run outside any task (see :func:`_step_now`)."""
+        try:
+            data = encode_client_event(event)
+            taken_at = self._clock()
+            await room.local_participant.publish_data(data, reliable=True, topic=TOPIC_CLIENT_EVENT)
+        except Exception as exc:
+            self._send_failed(event, exc)
+            return
+        # The publish of `event` has completed here, whichever path it took.
+        self._sent_events += 1
+        if event.type == "user.message":
+            self._mark("typed_sent", self._clock())
+            # A reply asked to be text-only has no first audio frame to wait for.
+            if event.audio is not False:
+                self._arm(taken_at)
+            else:
+                self._armed = False
+        if self._observers:
+            self._observe(observe.PacketOut(TOPIC_CLIENT_EVENT, data, self._clock()))
+
+    def _send_failed(self, event: conv.ClientEventOut, exc: Exception) -> None:
+        why = _one_line(str(exc)) or type(exc).__name__
+        _log.warning("could not send %s: %s", event.type, why)
+        self._feed(
+            conv.LocalError(
+                code="send_failed", at=self._clock(), detail=f"Could not send {event.type}: {why}"
+            )
+        )
 
     async def _run_tool(self, call: ClientToolCall) -> None:
         outcome = await self._tools.run(call)
@@ -1189,6 +1234,48 @@ class Session:
         task = self._settling
         if task is not None:
             await asyncio.shield(task)
+
+
+def _step_now(coro: Coroutine[Any, Any, None]) -> _Resume | None:
+    """Run ``coro`` up to its first suspension now, on the caller's stack (Python 3.11 has
+    no eager tasks); return what a task awaits to run the rest, or None if it already
+    finished."""
+    try:
+        first = coro.send(None)
+    except StopIteration:
+        return None
+    return _Resume(coro, first)
+
+
+class _Resume:
+    """Awaiting this continues a coroutine that :func:`_step_now` started: it hands the
+    task what the coroutine is waiting on, then passes every wake-up (or exception, e.g. a
+    cancel) back into the coroutine."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], first: Any) -> None:
+        self._coro = coro
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        coro, waiting_on = self._coro, self._first
+        while True:
+            try:
+                sent = yield waiting_on
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                try:
+                    waiting_on = coro.throw(exc)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    waiting_on = coro.send(sent)
+                except StopIteration:
+                    return
 
 
 def _task_failed(task: asyncio.Task[Any], exc: BaseException) -> None:

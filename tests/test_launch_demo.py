@@ -3,6 +3,7 @@ starts behind the TUI, which says so, and the call then connects as usual."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ _PROBE = textwrap.dedent(
     from fishtalk.tui.app import FishtalkApp
 
     HEAVY = ("aiortc",)  # what the LiveKit-protocol server stands on
+    CALL = ("livekit", "numpy", "httpx")  # what the call itself needs, once it has a grant
 
     def load(overrides):
         env = {CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"}
@@ -37,6 +39,7 @@ _PROBE = textwrap.dedent(
             # The moment the sim's imports begin: the first frame must be out already.
             report["drawn_before_sim"] = drawn.is_set()
             report["heavy_before_sim"] = [m for m in HEAVY if m in sys.modules]
+            report["call_before_sim"] = [m for m in CALL if m in sys.modules]
             report["notice_before_sim"] = [n.text for n in session.state.notices]
             return super().start()
 
@@ -89,7 +92,48 @@ def test_the_demo_draws_before_the_sim_is_imported() -> None:
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["drawn_before_sim"] is True
     assert report["heavy_before_sim"] == []
+    assert report["call_before_sim"] == []
     assert report["notice_before_sim"] == ["Starting the simulated agent…"]
     assert report["status"] == "connected"
     assert report["later_heavy"] == ["aiortc"]
     assert report["reason"] == "user_hangup"
+
+
+def test_the_demo_holds_off_garbage_collection_until_its_first_frame(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+    import gc
+
+    from fishtalk import launch
+    from fishtalk.config import Settings, load_settings
+    from fishtalk.paths import CONFIG_PATH_ENV
+
+    seen: dict[str, bool] = {}
+
+    def front_end(settings: object, *, grant: launch._DemoGrant, **_: object) -> int:
+        # Stands in for the TUI: draws its "first frame", then the session asks for a grant.
+        seen["before_frame"] = gc.isenabled()
+        assert grant.after is not None
+        grant.after.set()
+
+        def no_sim() -> object:
+            raise launch.SimStartError("no sim here")
+
+        grant.sim.start = no_sim  # type: ignore[method-assign]
+        with contextlib.suppress(launch.SimStartError):
+            asyncio.run(grant.obtain())
+        seen["after_frame"] = gc.isenabled()
+        gc.disable()  # run_demo's own finally must enable it again
+        return 0
+
+    def load(overrides: dict[str, object]) -> Settings:
+        env = {CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"}
+        return load_settings(env=env, overrides={**overrides, "session.text_only": True})
+
+    monkeypatch.setattr(launch, "run_tui", front_end)
+    monkeypatch.setattr(launch, "wants_tui", lambda plain: True)
+    assert gc.isenabled()
+    assert launch.run_demo(load) == 0
+    assert seen == {"before_frame": False, "after_frame": True}
+    assert gc.isenabled()

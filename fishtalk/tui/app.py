@@ -148,11 +148,19 @@ class FishtalkApp(App[int]):
         yield Footer(show_command_palette=False)
 
     def on_ready(self) -> None:
-        """The first frame is on the terminal."""
+        """The first frame is on the terminal: now start the session worker (its first
+        steps, a grant's HTTP client and the livekit import, would otherwise hold it up)."""
         self.first_frame.set()
+        self.run_worker(
+            self._run_session(),
+            name="session",
+            group="session",
+            exclusive=True,
+            exit_on_error=False,
+        )
 
     def on_mount(self) -> None:
-        """Wire the session, draw the first frame, start the session worker."""
+        """Wire the session and draw the first frame (the session starts once it is out)."""
         if self._keymap:
             self.set_keymap(self._keymap)
         self.session.add_listener(self._on_session_state)
@@ -164,13 +172,6 @@ class FishtalkApp(App[int]):
         if self._live_timers:
             self.set_interval(1.0, self._tick)
             self.set_interval(1.0 / self.LEVELS_HZ, self.refresh_levels)
-        self.run_worker(
-            self._run_session(),
-            name="session",
-            group="session",
-            exclusive=True,
-            exit_on_error=False,
-        )
 
     # --- session -> UI ---------------------------------------------------------------------
 
