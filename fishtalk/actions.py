@@ -41,7 +41,7 @@ ACTIONS: Final[tuple[ActionSpec, ...]] = (
     ActionSpec(
         "talk",
         "talk",
-        "f2",
+        "f5",
         "Talk",
         "Open or close the microphone (hold it down in push-to-talk).",
     ),

@@ -682,7 +682,7 @@ TalkModeOption = Annotated[
     typer.Option(
         "--talk-mode",
         help="When the microphone is open (audio.talk_mode): always (open mic, echo-"
-        "cancelled), toggle (F2 opens and closes it; /talk in line mode) or push (hold F2; "
+        "cancelled), toggle (F5 opens and closes it; /talk in line mode) or push (hold F5; "
         "toggle where the terminal cannot report key releases).",
     ),
 ]

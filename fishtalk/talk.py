@@ -72,7 +72,7 @@ class TalkControl:
     the microphone closed. ``key`` is the talk key's display name (for the hints).
     """
 
-    def __init__(self, session: MicControl, mode: TalkMode = "always", *, key: str = "F2") -> None:
+    def __init__(self, session: MicControl, mode: TalkMode = "always", *, key: str = "F5") -> None:
         self._session = session
         self.mode: TalkMode = mode
         """The mode asked for."""

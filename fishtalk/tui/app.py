@@ -56,6 +56,12 @@ _T = TypeVar("_T")
 NO_MIC = "There is no microphone: nothing to mute (type your messages)."
 NO_SPEAKER = "There is no audio output: replies are shown as text."
 
+TALK_HELP = {
+    "toggle": "Open the microphone; press again to close it (ends your spoken turn).",
+    "push": "Hold to talk: the microphone is open while the key is down.",
+}
+"""The help screen's line for the talk key, by the talk mode in force."""
+
 _CALL_ACTIONS = frozenset(
     {"interrupt", "toggle_mute", "talk", "toggle_spoken", "hangup", "help", "cycle_focus"}
 )
@@ -393,7 +399,10 @@ class FishtalkApp(App[int]):
 
     def on_key_released(self, message: KeyReleased) -> None:
         """A key came up: the talk key's release closes the microphone in push-to-talk."""
-        if message.key in self._talk_keys and self._finished is None:
+        if self._finished is not None:
+            return
+        # A modifier let go first leaves the bare key's release (ctrl+space -> space).
+        if any(message.key in (key, key.rsplit("+", 1)[-1]) for key in self._talk_keys):
             self.talk.release()
 
     def on_release_support(self, message: ReleaseSupport) -> None:
@@ -411,6 +420,9 @@ class FishtalkApp(App[int]):
             else:
                 self.notify(notice, title="talk", markup=False, timeout=8)
             self.refresh_bindings()
+            self._flags.show(
+                self._state, audio=self.has_audio, mic=self.has_mic, talk=self._talk_look()
+            )
 
     def _talk_look(self) -> str | None:
         """The microphone line of the status bar in the toggle and push modes."""
@@ -447,7 +459,8 @@ class FishtalkApp(App[int]):
     def action_help(self) -> None:
         """Show the keys (only from the chat screen)."""
         if not isinstance(self.screen, HelpScreen | EndedScreen):
-            self.push_screen(HelpScreen(self._keymap))
+            extra = [(self.talk.key, TALK_HELP[self.talk.effective])] if self.talk.keyed else []
+            self.push_screen(HelpScreen(self._keymap, extra=extra))
 
     async def action_quit(self) -> None:
         """Hang up and leave as soon as the session has ended (or after a grace period)."""
@@ -488,6 +501,8 @@ class FishtalkApp(App[int]):
         """Every chat action in the command palette, plus Textual's own."""
         for spec in keys.ACTIONS:
             if spec.id in ("focus", "abort"):  # Tab and Ctrl+C mean nothing by name
+                continue
+            if spec.id == "talk" and not self.talk.keyed:
                 continue
             yield SystemCommand(spec.description, spec.help, _runner(self, spec.action))
         yield SystemCommand(
