@@ -83,6 +83,8 @@ def _linux_driver() -> type[Driver]:
             selector.register(self.fileno, selectors.EVENT_READ)
 
             def parse(text: str) -> None:
+                if not text:
+                    return  # an empty feed is the parser's end of file
                 for event in parser.feed(text):
                     self.process_message(event)
 
@@ -99,9 +101,7 @@ def _linux_driver() -> type[Driver]:
                 while not self.exit_event.is_set():
                     ready = selector.select(0.1)
                     if not ready:
-                        held = keys.flush()
-                        if held:
-                            parse(held)
+                        parse(keys.flush())
                     for _key, mask in ready:
                         if not mask & selectors.EVENT_READ:
                             continue
