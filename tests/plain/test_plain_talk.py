@@ -1,7 +1,7 @@
 """``/talk`` in line mode, through the real ``fishtalk chat --plain`` process, judged from
 the agent's side: the mic's state as a line, the track's mute flag as the agent sees it,
-``user.activity`` when it opens, and one stretch of sound per opening while a tone plays
-into the virtual microphone the whole time. Also where the mode comes from: an agent
+``user.activity`` when it opens, and sound heard only while it is open although a tone
+plays into the virtual microphone the whole time. Also where the mode comes from: an agent
 profile's ``talk_mode`` over the config's, and ``--talk-mode`` over the profile's.
 """
 
@@ -141,6 +141,7 @@ async def test_talk_opens_and_closes_the_mic_in_line_mode(
         feeder = audio.feed_mic(_tone(30.0))
         await asyncio.sleep(1.0)  # the tone plays with the mic closed
         for turn in (1, 2):
+            before = len(_heard(chat))
             await chat.type("/talk")
             await _lines(chat, OPEN, turn)
             await _until_muted(agent, False)
@@ -153,9 +154,11 @@ async def test_talk_opens_and_closes_the_mic_in_line_mode(
             await _until_muted(agent, True)
             # Closing ended the turn although the tone goes on: the agent's final
             # transcript of this stretch comes, one per opening.
-            await _wait(chat, "the agent's final", lambda turn=turn: len(_heard(chat)) >= turn)
-            assert len(_heard(chat)) == turn, chat.lines
-            assert 0.5 <= _heard(chat)[-1] <= 3.0, chat.lines
+            await _wait(chat, "the agent's final", lambda b=before: len(_heard(chat)) > b)
+            # About the 1.5 s the mic was open (a leak while closed would add a second or
+            # more; a stall on a loaded machine may split it in two).
+            heard = sum(_heard(chat)[before:])
+            assert 0.5 <= heard <= 2.5, chat.lines
             await asyncio.sleep(1.0)  # the tone plays on with the mic closed
         await chat.type("/hangup")
         code, err = await chat.finish()
