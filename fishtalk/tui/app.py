@@ -54,6 +54,7 @@ QUIT_GRACE = 5.0
 _T = TypeVar("_T")
 
 NO_MIC = "There is no microphone: nothing to mute (type your messages)."
+NO_MIC_TALK = "There is no microphone to talk into (type your messages)."
 NO_SPEAKER = "There is no audio output: replies are shown as text."
 
 TALK_HELP = {
@@ -392,10 +393,9 @@ class FishtalkApp(App[int]):
     def action_talk(self) -> None:
         """The talk key went down: open (push), or open/close (toggle) the microphone."""
         if not self.has_mic:
-            self.notify(NO_MIC, title="talk", severity="warning", markup=False, timeout=4)
+            self.notify(NO_MIC_TALK, title="talk", severity="warning", markup=False, timeout=4)
             return
-        self.talk.press()
-        self._flags.show(self._state, audio=self.has_audio, mic=True, talk=self._talk_look())
+        self.talk.press()  # the status bar follows with the session's next state
 
     def on_key_released(self, message: KeyReleased) -> None:
         """A key came up: the talk key's release closes the microphone in push-to-talk."""
