@@ -37,6 +37,14 @@ ACTIONS: Final[tuple[ActionSpec, ...]] = (
         "interrupt", "interrupt", "escape", "Interrupt", "Stop the agent talking.", priority=False
     ),
     ActionSpec("mute", "toggle_mute", "ctrl+o", "Mute", "Mute or unmute the microphone."),
+    # Only in the toggle and push talk modes (the app hides it otherwise).
+    ActionSpec(
+        "talk",
+        "talk",
+        "f5",
+        "Talk",
+        "Open or close the microphone (hold it down in push-to-talk).",
+    ),
     ActionSpec(
         "spoken",
         "toggle_spoken",
@@ -99,6 +107,25 @@ class KeyProblem:
     message: str
 
 
+def default_key(action: str) -> str:
+    """The default key(s) of the action with id ``action``."""
+    for spec in ACTIONS:
+        if spec.id == action:
+            return spec.key
+    raise KeyError(action)
+
+
+def key_label(key: str) -> str:
+    """A key as people write it in a hint: ``F2``, ``Ctrl+Space``, ``T``."""
+
+    def one(part: str) -> str:
+        if len(part) == 1 or (part[:1] == "f" and part[1:].isdigit()):
+            return part.upper()
+        return part.capitalize()
+
+    return "+".join(one(part) for part in key.split("+"))
+
+
 def split_keys(keys: str) -> list[str]:
     """The individual keys of a comma-separated binding (``"f1,question_mark"``)."""
     return [key.strip() for key in keys.split(",") if key.strip()]
@@ -156,6 +183,8 @@ __all__ = [
     "RESERVED_KEYS",
     "ActionSpec",
     "KeyProblem",
+    "default_key",
+    "key_label",
     "key_problems",
     "split_keys",
 ]

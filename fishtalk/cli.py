@@ -14,7 +14,7 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import typer
 
@@ -677,6 +677,15 @@ OutputDeviceOption = Annotated[
         autocompletion=complete_output_devices,
     ),
 ]
+TalkModeOption = Annotated[
+    Literal["always", "toggle", "push"] | None,
+    typer.Option(
+        "--talk-mode",
+        help="When the microphone is open (audio.talk_mode): always (open mic, echo-"
+        "cancelled), toggle (F5 opens and closes it; /talk in line mode) or push (hold F5; "
+        "toggle where the terminal cannot report key releases).",
+    ),
+]
 NoAudioOption = Annotated[
     bool,
     typer.Option(
@@ -737,13 +746,17 @@ def _journal_choice(
 
 
 def _audio_overrides(
-    input_device: str | None, output_device: str | None, no_audio: bool
+    input_device: str | None,
+    output_device: str | None,
+    no_audio: bool,
+    talk_mode: str | None = None,
 ) -> dict[str, Any]:
     """Dotted config overrides for the audio flags (unset flags leave the config alone)."""
     return {
         "audio.input_device": input_device,
         "audio.output_device": output_device,
         "audio.enabled": False if no_audio else None,
+        "audio.talk_mode": talk_mode,
     }
 
 
@@ -771,6 +784,7 @@ def demo(
     input_device: InputDeviceOption = None,
     output_device: OutputDeviceOption = None,
     no_audio: NoAudioOption = False,
+    talk_mode: TalkModeOption = None,
     no_journal: NoJournalOption = False,
     journal: JournalOption = None,
     events: EventsOption = False,
@@ -779,7 +793,7 @@ def demo(
     """Talk to a simulated agent running on this machine (no account needed)."""
     from fishtalk.audio.preflight import check_named_devices
 
-    audio = _audio_overrides(input_device, output_device, no_audio)
+    audio = _audio_overrides(input_device, output_device, no_audio, talk_mode)
     check_named_devices(load(audio))  # a device that matches nothing: exit 2 before the sim
 
     def load_with_audio(overrides: dict[str, Any]) -> "Settings":
@@ -930,7 +944,7 @@ def run_agent_tests(
         "Talk to an agent: the full-screen TUI on a terminal, line mode otherwise.\n\n"
         "In the TUI, F1 lists the keys (Ctrl+X hangs up; Ctrl+C hangs up and exits with "
         "130). In line mode (--plain, or when piped) each input line is a typed turn; /help "
-        "lists the commands (/interrupt, /hangup, /mute, /unmute, /spoken on|off); end of "
+        "lists the commands (/interrupt, /hangup, /mute, /unmute, /talk, /spoken on|off); end of "
         "input hangs up once the agent has answered.\n\n" + PROFILE_HELP
     ),
     epilog=(
@@ -957,6 +971,7 @@ def chat(
     input_device: InputDeviceOption = None,
     output_device: OutputDeviceOption = None,
     no_audio: NoAudioOption = False,
+    talk_mode: TalkModeOption = None,
     plain: Annotated[
         bool,
         typer.Option("--plain", help="Line-oriented output (automatic when stdout is no TTY)."),
@@ -994,7 +1009,7 @@ def chat(
             "api.origin": origin,
             "session.text_only": True if text_only else None,
             "ui.plain": True if plain else None,
-            **_audio_overrides(input_device, output_device, no_audio),
+            **_audio_overrides(input_device, output_device, no_audio, talk_mode),
         },
         profile=profile,
     )

@@ -195,6 +195,9 @@ class AudioSettings(_Section):
     """Remove low-frequency rumble."""
     auto_gain: bool = True
     """Automatic microphone gain control."""
+    talk_mode: TalkMode = "always"
+    """How the microphone opens: always (open mic, echo-cancelled), toggle (a key opens and
+    closes it) or push (hold a key; toggle where the terminal cannot report key release)."""
 
     @field_validator("input_device", "output_device", mode="before")
     @classmethod
@@ -327,6 +330,8 @@ class AgentProfile(_Section):
         }
         if api:
             layer["api"] = api
+        if self.talk_mode is not None:
+            layer["audio"] = {"talk_mode": self.talk_mode}
         return layer
 
 

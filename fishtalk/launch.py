@@ -375,6 +375,7 @@ def run_tui(
             title=title or (settings.session.agent_id or ""),
             keymap=settings.ui.keys,
             first_frame=first_frame,
+            talk_mode=settings.audio.talk_mode,
         )
     finally:
         recording.close()
@@ -407,7 +408,13 @@ def run_plain(
     recording = attach_journal(settings, session, journal, front_end="plain", tools=tools)
     try:
         result = plain.run_plain(
-            session, link=link, stdin=stdin, stdout=stdout, stderr=stderr, debug=debug
+            session,
+            link=link,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            debug=debug,
+            talk_mode=settings.audio.talk_mode,
         )
     finally:
         recording.close()

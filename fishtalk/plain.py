@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 from fishtalk import conversation as conv
 from fishtalk.errors import EXIT_OK, exit_code_for
 from fishtalk.system import catch_sigint
+from fishtalk.talk import TalkControl, TalkMode
 from fishtalk.text import strip
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ commands:
   /interrupt        stop the agent's current reply
   /hangup           end the session (so does end of input)
   /mute, /unmute    microphone off / on
+  /talk             open the microphone, or close it (ends your spoken turn)
   /spoken on|off    whether typed turns get spoken replies
   /help             this list
 anything else is sent to the agent as a typed message
@@ -282,8 +284,11 @@ class PlainChat:
         stdin: TextIO,
         stdout: TextIO,
         stream_agent: bool,
+        talk_mode: TalkMode = "always",
     ) -> None:
         self.session = session
+        self.talk = TalkControl(session, talk_mode, key="/talk")
+        """The talk mode (line mode has no key releases: push works as toggle)."""
         self._stdin = stdin
         self._stdout = stdout
         self.renderer = PlainRenderer(
@@ -370,6 +375,10 @@ class PlainChat:
         loop = asyncio.get_running_loop()
         remove = self.session.add_listener(self.renderer.render)
         _start_stdin_reader(loop, self._on_line, self._stdin)
+        if self.talk.mode != "always":
+            if self.talk.mode == "push":
+                self._note("line mode cannot hold a key: /talk opens the microphone and closes it")
+            self._note(self.talk.look(line_mode=True).text)
         try:
             return await self.session.run()
         finally:
@@ -420,6 +429,9 @@ class PlainChat:
         elif name == "/unmute":
             session.set_muted(False)
             self._note("microphone on")
+        elif name == "/talk":
+            self.talk.toggle()
+            self._note(self.talk.look(line_mode=True).text)
         elif name == "/spoken" and arg in ("on", "off"):
             session.set_spoken(arg == "on")
             self._note(f"typed turns get {'spoken' if arg == 'on' else 'text-only'} replies")
@@ -506,6 +518,7 @@ def run_plain(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     debug: bool = False,
+    talk_mode: TalkMode = "always",
 ) -> EndResult | None:
     """Run ``session`` in plain mode; returns how it ended (None: interrupted by Ctrl-C).
 
@@ -523,7 +536,13 @@ def run_plain(
 
     async def main() -> EndResult:
         nonlocal interrupted
-        chat = PlainChat(session, stdin=stdin, stdout=stdout, stream_agent=stdout.isatty())
+        chat = PlainChat(
+            session,
+            stdin=stdin,
+            stdout=stdout,
+            stream_agent=stdout.isatty(),
+            talk_mode=talk_mode,
+        )
         chats.append(chat)
         if link is not None:
             link.bind(_PlainHost(chat))

@@ -26,11 +26,14 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
+from fishtalk.actions import default_key, key_label, split_keys
 from fishtalk.audio.base import NullAudio
 from fishtalk.conversation import ErrorEntry, Notice, State
 from fishtalk.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError, exit_code_for
+from fishtalk.talk import TalkControl, TalkMode
 from fishtalk.tui import keys
 from fishtalk.tui.messages import SessionFinished, StateChanged
+from fishtalk.tui.release_keys import ANSWER_WAIT, KeyReleased, ReleaseSupport, driver_class
 from fishtalk.tui.safe import clean
 from fishtalk.tui.screens.approve import ApprovalScreen
 from fishtalk.tui.screens.ended import EndedScreen, Summary
@@ -51,10 +54,17 @@ QUIT_GRACE = 5.0
 _T = TypeVar("_T")
 
 NO_MIC = "There is no microphone: nothing to mute (type your messages)."
+NO_MIC_TALK = "There is no microphone to talk into (type your messages)."
 NO_SPEAKER = "There is no audio output: replies are shown as text."
 
+TALK_HELP = {
+    "toggle": "Open the microphone; press again to close it (ends your spoken turn).",
+    "push": "Hold to talk: the microphone is open while the key is down.",
+}
+"""The help screen's line for the talk key, by the talk mode in force."""
+
 _CALL_ACTIONS = frozenset(
-    {"interrupt", "toggle_mute", "toggle_spoken", "hangup", "help", "cycle_focus"}
+    {"interrupt", "toggle_mute", "talk", "toggle_spoken", "hangup", "help", "cycle_focus"}
 )
 """Actions that only mean something while the call is on."""
 
@@ -77,6 +87,7 @@ class FishtalkApp(App[int]):
         clock: Callable[[], float] = time.monotonic,
         ended_linger: float | None = 3.0,
         live_timers: bool = True,
+        talk_mode: TalkMode = "always",
     ) -> None:
         """Build the app.
 
@@ -84,11 +95,16 @@ class FishtalkApp(App[int]):
         ``clock``: the session's monotonic clock (frozen in snapshot tests).
         ``ended_linger``: seconds the ended screen stays before exiting (None: until a key).
         ``live_timers``: run the 1 Hz clock and the level polling (off in snapshot tests).
+        ``talk_mode``: always, toggle or push (see :mod:`fishtalk.talk`).
         """
-        super().__init__()
+        # Push-to-talk needs key releases: a driver that asks the terminal for them.
+        super().__init__(driver_class=driver_class() if talk_mode == "push" else None)
         self.session = session
         self.session_title = clean(title)
         self._keymap = keys.keymap(keymap or {})
+        self._talk_keys = split_keys(self._keymap.get("talk") or default_key("talk"))
+        self.talk = TalkControl(session, talk_mode, key=key_label(self._talk_keys[0]))
+        """The talk mode's state: whether the microphone is open and how it opens."""
         self._clock = clock
         self._ended_linger = ended_linger
         self._live_timers = live_timers
@@ -169,6 +185,8 @@ class FishtalkApp(App[int]):
             add_observer(self._inspector.collect)
         self._draw(self.session.state)
         self._input.focus()
+        if self.talk.mode == "push":
+            self.set_timer(ANSWER_WAIT, lambda: self._release_support(False))
         if self._live_timers:
             self.set_interval(1.0, self._tick)
             self.set_interval(1.0 / self.LEVELS_HZ, self.refresh_levels)
@@ -210,7 +228,7 @@ class FishtalkApp(App[int]):
         self._connection.show(state)
         self._clock_view.show(state, now)
         audio = self.has_audio
-        self._flags.show(state, audio=audio, mic=self.has_mic)
+        self._flags.show(state, audio=audio, mic=self.has_mic, talk=self._talk_look())
         meters = self._meters
         meters.audio = audio
         meters.muted = state.muted
@@ -260,7 +278,7 @@ class FishtalkApp(App[int]):
             meters.audio = audio
         # The devices open after the session starts, the microphone maybe last of all
         # (show() does nothing when nothing changed).
-        self._flags.show(self._state, audio=audio, mic=self.has_mic)
+        self._flags.show(self._state, audio=audio, mic=self.has_mic, talk=self._talk_look())
         if not audio:
             return
         levels = self.session.audio_levels()
@@ -307,8 +325,11 @@ class FishtalkApp(App[int]):
         )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Once the call is over, its keys go (the footer then shows how to leave)."""
+        """Once the call is over, its keys go (the footer then shows how to leave); the
+        talk key is there only in the toggle and push talk modes."""
         del parameters
+        if action == "talk" and not self.talk.keyed:
+            return False
         return self._finished is None or action not in _CALL_ACTIONS
 
     @property
@@ -370,6 +391,46 @@ class FishtalkApp(App[int]):
             return
         self.session.set_muted(not self._state.muted)
 
+    def action_talk(self) -> None:
+        """The talk key went down: open (push), or open/close (toggle) the microphone."""
+        if not self.has_mic:
+            self.notify(NO_MIC_TALK, title="talk", severity="warning", markup=False, timeout=4)
+            return
+        self.talk.press()  # the status bar follows with the session's next state
+
+    def on_key_released(self, message: KeyReleased) -> None:
+        """A key came up: the talk key's release closes the microphone in push-to-talk."""
+        if self._finished is not None:
+            return
+        # A modifier let go first leaves the bare key's release (ctrl+space -> space).
+        if any(message.key in (key, key.rsplit("+", 1)[-1]) for key in self._talk_keys):
+            self.talk.release()
+
+    def on_release_support(self, message: ReleaseSupport) -> None:
+        """The terminal said whether it reports key releases."""
+        self._release_support(message.supported)
+
+    def _release_support(self, supported: bool) -> None:
+        if self.talk.releases is not None:
+            return  # answered already (or the wait ran out first)
+        notice = self.talk.releases_known(supported)
+        if notice is not None:
+            notify = getattr(self.session, "notice", None)
+            if callable(notify):
+                notify(notice)  # in the transcript and the journal too
+            else:
+                self.notify(notice, title="talk", markup=False, timeout=8)
+            self.refresh_bindings()
+            self._flags.show(
+                self._state, audio=self.has_audio, mic=self.has_mic, talk=self._talk_look()
+            )
+
+    def _talk_look(self) -> str | None:
+        """The microphone line of the status bar in the toggle and push modes."""
+        if not self.talk.keyed:
+            return None
+        return self.talk.look().text
+
     def action_toggle_spoken(self) -> None:
         """Switch between spoken and text-only replies."""
         spoken = not self._state.spoken
@@ -399,7 +460,8 @@ class FishtalkApp(App[int]):
     def action_help(self) -> None:
         """Show the keys (only from the chat screen)."""
         if not isinstance(self.screen, HelpScreen | EndedScreen):
-            self.push_screen(HelpScreen(self._keymap))
+            extra = [(self.talk.key, TALK_HELP[self.talk.effective])] if self.talk.keyed else []
+            self.push_screen(HelpScreen(self._keymap, extra=extra))
 
     async def action_quit(self) -> None:
         """Hang up and leave as soon as the session has ended (or after a grace period)."""
@@ -440,6 +502,8 @@ class FishtalkApp(App[int]):
         """Every chat action in the command palette, plus Textual's own."""
         for spec in keys.ACTIONS:
             if spec.id in ("focus", "abort"):  # Tab and Ctrl+C mean nothing by name
+                continue
+            if spec.id == "talk" and not self.talk.keyed:
                 continue
             yield SystemCommand(spec.description, spec.help, _runner(self, spec.action))
         yield SystemCommand(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from fishtalk.host import HostLink
+    from fishtalk.talk import TalkMode
     from fishtalk.tools.registry import ApprovalRequest
     from fishtalk.tui.app import FishtalkApp
     from fishtalk.tui.session_like import SessionLike
@@ -69,6 +70,7 @@ def run_app(
     keymap: KeyMap = None,
     first_frame: threading.Event | None = None,
     app_type: type[FishtalkApp] | None = None,
+    talk_mode: TalkMode = "always",
 ) -> int | None:
     """Run ``session`` in the full-screen TUI, bound to ``link``; return the exit code the
     app chose (from the one table in :mod:`fishtalk.errors`), None if it never chose one.
@@ -76,7 +78,11 @@ def run_app(
     class (the replay's, say)."""
     from fishtalk.tui.app import FishtalkApp
 
-    app = (app_type or FishtalkApp)(session, title=title, keymap=keymap)
+    kind = app_type or FishtalkApp
+    if talk_mode == "always":
+        app = kind(session, title=title, keymap=keymap)
+    else:
+        app = kind(session, title=title, keymap=keymap, talk_mode=talk_mode)
     if first_frame is not None:
         app.first_frame = first_frame
     if link is not None:

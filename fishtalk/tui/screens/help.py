@@ -36,6 +36,8 @@ def help_table(keymap: Mapping[str, str], extra: Sequence[tuple[str, str]] = ())
     table.add_row("Enter", "Send the typed message.")
     table.add_row("↑ ↓ in the input", "Recall messages you sent.")
     for spec in ACTIONS:
+        if spec.id == "talk":
+            continue  # a talk mode's key: the app passes it in ``extra`` when it has one
         table.add_row(key_label(keymap.get(spec.id, spec.key)), Text(spec.help))
     table.add_row("^p", "Command palette: every action by name.")
     table.add_row("↑ ↓ PgUp PgDn", "Scroll the transcript; End follows again.")

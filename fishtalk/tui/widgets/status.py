@@ -149,20 +149,31 @@ class ModeFlags(Static):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._shown: tuple[bool, bool, bool, bool] | None = None
+        self._shown: tuple[bool, bool, bool, bool, str | None] | None = None
 
-    def show(self, state: State, *, audio: bool, mic: bool | None = None) -> None:
-        """Render the flags (no-op when unchanged). ``mic`` defaults to ``audio``."""
+    def show(
+        self, state: State, *, audio: bool, mic: bool | None = None, talk: str | None = None
+    ) -> None:
+        """Render the flags (no-op when unchanged). ``mic`` defaults to ``audio``.
+
+        ``talk``: in the toggle and push talk modes, the microphone's state as
+        :meth:`fishtalk.talk.TalkControl.look` words it (``● TALKING`` or how to start).
+        """
         has_mic = audio if mic is None else mic
-        key = (state.muted, state.spoken, audio, has_mic)
+        key = (state.muted, state.spoken, audio, has_mic, talk)
         if key == self._shown:
             return
         self._shown = key
         self.display = audio
-        self.set_class(has_mic and state.muted, "-muted")
+        talking = has_mic and talk is not None and not state.muted
+        self.set_class(has_mic and state.muted and talk is None, "-muted")
+        self.set_class(talking, "-talking")
+        self.set_class(talk is not None, "-talk")
         text = Text(no_wrap=True, overflow="ellipsis")
         if not has_mic:
             text.append("mic: none", style="dim")
+        elif talk is not None:
+            text.append(f" {talk} ", style="bold reverse" if talking else "bold")
         elif state.muted:
             text.append("mic: MUTED", style="bold reverse")
         else:
