@@ -1027,7 +1027,12 @@ def chat(
     choice = _journal_choice(no_journal, journal, events, record_audio)
     from fishtalk.metrics import MetricsFile
 
-    metrics = MetricsFile.open(metrics_json) if metrics_json is not None else None
+    metrics = None
+    if metrics_json is not None:
+        try:
+            metrics = MetricsFile.open(metrics_json)
+        except OSError as exc:
+            _fail(f"cannot write metrics to {metrics_json}: {exc.strerror or exc}", EXIT_USAGE)
     code = run_chat(settings, debug=_state.debug, journal=choice, metrics=metrics, latency=latency)
     exit_process(code)
 

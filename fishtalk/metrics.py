@@ -14,19 +14,11 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import ClassVar, TextIO
+from typing import TextIO
 
 from fishtalk import conversation as conv
-from fishtalk.errors import EXIT_USAGE, FishtalkError
-from fishtalk.text import strip
 
 _log = logging.getLogger(__name__)
-
-
-class MetricsPathError(FishtalkError):
-    """The ``--metrics-json`` path cannot be written (exit code 2, before the call)."""
-
-    exit_code: ClassVar[int] = EXIT_USAGE
 
 
 class MetricsFile:
@@ -38,16 +30,14 @@ class MetricsFile:
 
     @classmethod
     def open(cls, path: Path) -> MetricsFile:
-        """Create (or truncate) ``path`` with mode 0600; :class:`MetricsPathError` if it
-        cannot be written."""
+        """Create (or truncate) ``path`` with mode 0600; raises ``OSError`` if it cannot be
+        written (the CLI says so in one line, exit code 2)."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.chmod(path, 0o600)  # an existing file keeps its old mode through O_CREAT
-        except OSError as exc:
-            why = exc.strerror or str(exc)
-            raise MetricsPathError(
-                f"cannot write metrics to {strip(str(path))}: {strip(why)}"
-            ) from None
+        except OSError:
+            os.close(fd)
+            raise
         return cls(path, os.fdopen(fd, "w", encoding="utf-8"))
 
     def write(self, state: conv.State) -> None:
@@ -75,4 +65,4 @@ class MetricsFile:
             handle.close()
 
 
-__all__ = ["MetricsFile", "MetricsPathError"]
+__all__ = ["MetricsFile"]

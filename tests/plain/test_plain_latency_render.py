@@ -13,7 +13,7 @@ import pytest
 
 from fishtalk import conversation as conv
 from fishtalk import protocol as p
-from fishtalk.metrics import MetricsFile, MetricsPathError
+from fishtalk.metrics import MetricsFile
 from fishtalk.plain import PlainRenderer
 
 
@@ -94,10 +94,6 @@ def test_an_existing_metrics_file_is_replaced_and_made_private(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("where", ["missing/m.json", "."])
-def test_a_bad_metrics_path_is_one_sentence(tmp_path: Path, where: str) -> None:
-    with pytest.raises(MetricsPathError) as caught:
+def test_a_bad_metrics_path_raises_at_once(tmp_path: Path, where: str) -> None:
+    with pytest.raises(OSError, match=r"No such file|Is a directory"):
         MetricsFile.open(tmp_path / where)
-    message = str(caught.value)
-    assert message.startswith(f"cannot write metrics to {tmp_path / where}: ")
-    assert "\n" not in message
-    assert caught.value.exit_code == 2
