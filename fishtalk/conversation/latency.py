@@ -53,7 +53,9 @@ latest value known when it closes.
 * its reply is over: the segment that gave the first text closes, and the first audio
   frame received (if any) has been handed to the device;
 * the next user turn ends after the reply began;
-* the user interrupts (the ``Interrupt`` input);
+* the user interrupts (the ``Interrupt`` input) after the reply began (an interrupt
+  before that leaves the turn open: if the agent drops its answer, the next user end
+  carries the turn on);
 * the call ends.
 
 **Why a closed turn has no heard figure** (:attr:`Waterfall.incomplete`), first match:
@@ -72,7 +74,8 @@ latest value known when it closes.
 ``no audio``
     the reply was over without any audio received.
 
-**Interrupts**: the ``Interrupt`` input opens an :class:`InterruptTiming`
+**Interrupts**: the ``Interrupt`` input, when there is speech to stop (the agent is
+speaking, says it is, or the open turn's reply began), opens an :class:`InterruptTiming`
 (:attr:`Latency.open_interrupt`, closing the previous one); the ``interrupt_flushed`` and
 ``interrupt_wire_stopped`` marks fill it; it closes (into :attr:`Latency.interrupts`)
 when both arrived, at the next interrupt or user turn, or when the call ends.

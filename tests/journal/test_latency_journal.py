@@ -49,6 +49,7 @@ def script() -> list[tuple[float, conv.Input]]:
         conv.TranscriptStreamOpened("a1", "seg-a1", AGENT, False, t + 1.5),
         conv.TranscriptStreamChunk("a1", "seg-a1", "Hi there.", t + 1.6),
         conv.TranscriptStreamClosed("a1", "seg-a1", t + 2.0),
+        agent_state("speaking", t + 2.4),
         conv.Interrupt(t + 2.5),
         conv.LatencyMark("interrupt_flushed", t + 2.55),
         conv.LatencyMark("interrupt_wire_stopped", t + 2.7),
