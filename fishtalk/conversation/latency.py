@@ -278,6 +278,23 @@ class Latency:
     rtt: float | None = None
     """The latest network round trip, seconds."""
 
+    def for_segment(self, segment_id: str) -> Waterfall | None:
+        """The turn (open or closed) whose reply began with this agent segment, if any:
+        where a front end puts a badge. Newest first, so cheap for recent lines."""
+        w = self.open
+        if w is not None and w.segment_id == segment_id:
+            return w
+        for turn in reversed(self.turns):
+            if turn.segment_id == segment_id:
+                return turn
+        return None
+
+    def summary(self, last: int | None = None) -> Summary:
+        """:func:`summarize` over the closed turns, or only the ``last`` N (a rolling
+        figure, e.g. for a status bar)."""
+        turns = self.turns if last is None else self.turns[-last:] if last > 0 else ()
+        return summarize(turns)
+
 
 @dataclass(frozen=True, slots=True)
 class Summary:
