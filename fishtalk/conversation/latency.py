@@ -278,6 +278,20 @@ class Latency:
     rtt: float | None = None
     """The latest network round trip, seconds."""
 
+    @property
+    def awaiting_audio(self) -> bool:
+        """A turn is open and its first agent audio frame was not seen yet: the audio path
+        reports the next non-silent frame it receives (``audio_received``)."""
+        w = self.open
+        return w is not None and w.audio_received_at is None
+
+    @property
+    def awaiting_heard(self) -> bool:
+        """A turn is open and its first agent audio was not handed to the device yet: the
+        audio path reports that moment (``audio_heard``)."""
+        w = self.open
+        return w is not None and w.audio_handed_at is None
+
     def for_segment(self, segment_id: str) -> Waterfall | None:
         """The turn (open or closed) whose reply began with this agent segment, if any:
         where a front end puts a badge. Newest first, so cheap for recent lines."""
