@@ -32,8 +32,9 @@ How the reducer builds a waterfall
   arrived before the mark, after that end of speech, is adopted);
 * *unprompted*: the agent's reply begins (its first transcript chunk, or an
   ``audio_received`` mark) while no turn is open, and either no turn was ever opened in
-  the call (its greeting) or the user said something (a final transcript) that no end of
-  speech was seen for. More segments of a reply already measured open nothing.
+  the call (its greeting) or the user said something (a final transcript, after the last
+  measured reply began) that no end of speech was seen for. More segments of a reply
+  already measured open nothing.
 
 **The user's turn goes on** while the agent has not answered: another user end (a pause
 in speech, a second message) before the reply begins moves ``user_ended_at`` to the
