@@ -17,6 +17,74 @@ detector, frames, the device); the reducer adds what it sees itself (agent state
 transcript chunks, the user's final transcript, the interrupt key). Turns whose
 measurement is incomplete carry a reason (:attr:`Waterfall.incomplete`) instead of a
 number. Nothing here imports asyncio, livekit or textual.
+
+How the reducer builds a waterfall
+----------------------------------
+
+**A turn opens** (:attr:`Latency.open`) when the user's turn ends:
+
+* *typed*: when the reducer sends the message (at once, or when the queue flushes);
+  the ``typed_sent`` mark, when the session reports the publish completed, then moves
+  :attr:`Waterfall.user_ended_at` to that moment (never past an agent reaction already
+  seen). ``typed_sent`` never opens a turn by itself;
+* *spoken*: on a ``speech_ended`` mark. The user's final transcript is the turn's
+  :attr:`~Waterfall.user_final_at` (the latest one before the reply begins; one that
+  arrived before the mark, after that end of speech, is adopted);
+* *unprompted*: the agent's reply begins (its first transcript chunk, or an
+  ``audio_received`` mark) while no turn is open, and either no turn was ever opened in
+  the call (its greeting) or the user said something (a final transcript, after the last
+  measured reply began) that no end of speech was seen for. More segments of a reply
+  already measured open nothing.
+
+**The user's turn goes on** while the agent has not answered: another user end (a pause
+in speech, a second message) before the reply begins moves ``user_ended_at`` to the
+latest end (and forgets a ``thinking`` seen before it). An end of speech stamped before
+an *unprompted* turn's reply began (the detector reports late) becomes that turn's end.
+
+**The agent's side**: ``thinking_at`` is when the agent state turned ``thinking`` (after
+the user's end, before the reply); ``first_text_at``/``segment_id`` come from the first
+agent transcript chunk of a segment that began after the user's end; the audio marks
+fill ``audio_received_at``, ``audio_handed_at`` and ``output_latency`` (the first of
+each, never before the user's end; ``audio_handed_at`` is never before
+``audio_received_at``). ``rtt`` marks update :attr:`Latency.rtt`; a turn keeps the
+latest value known when it closes.
+
+**A turn closes** (moves to :attr:`Latency.turns`, never to change again) when:
+
+* its reply is over: the segment that gave the first text closes, and the first audio
+  frame received (if any) has been handed to the device;
+* the next user turn ends after the reply began;
+* the user interrupts (the ``Interrupt`` input) after the reply began (an interrupt
+  before that leaves the turn open: if the agent drops its answer, the next user end
+  carries the turn on);
+* the call ends.
+
+**Why a closed turn has no heard figure** (:attr:`Waterfall.incomplete`), first match:
+
+``no user turn``
+    an *unprompted* turn (always: there is no user end to measure from);
+``text-only``
+    a typed turn that asked for a text-only reply (``State.spoken`` off), unless audio
+    was heard after all;
+``interrupted``
+    the user interrupted, or spoke/typed over the reply, before it was heard;
+``not heard``
+    audio arrived but was not handed to the device before the turn closed;
+``ended``
+    the call ended before the reply began or was heard;
+``no audio``
+    the reply was over without any audio received.
+
+**Interrupts**: the ``Interrupt`` input, when there is speech to stop (the agent is
+speaking, says it is, or the open turn's reply began), opens an :class:`InterruptTiming`
+(:attr:`Latency.open_interrupt`, closing the previous one); the ``interrupt_flushed`` and
+``interrupt_wire_stopped`` marks fill it; it closes (into :attr:`Latency.interrupts`)
+when both arrived, at the next interrupt or user turn, or when the call ends.
+
+Marks that fit nowhere (no turn open, already set, earlier than the turn, a value that is
+negative or not finite) are ignored and counted in ``State.debug.ignored_inputs``.
+The change events :class:`~fishtalk.conversation.TurnLatency` and
+:class:`~fishtalk.conversation.InterruptLatency` report each closed turn and interrupt.
 """
 
 from __future__ import annotations
@@ -66,7 +134,14 @@ MARK_KINDS: Final[tuple[MarkKind, ...]] = (
     "interrupt_wire_stopped",
 )
 
-TurnKind: TypeAlias = Literal["typed", "spoken"]
+MAX_TURNS: Final = 1000
+"""Closed turns kept in :attr:`Latency.turns` (older ones are counted, not kept)."""
+MAX_INTERRUPTS: Final = 1000
+"""Closed interrupts kept in :attr:`Latency.interrupts`."""
+
+TurnKind: TypeAlias = Literal["typed", "spoken", "unprompted"]
+"""How the user's turn ended: ``typed`` (a publish), ``spoken`` (end of speech), or
+``unprompted`` (no user turn: the agent spoke first, e.g. its greeting)."""
 
 Incomplete: TypeAlias = Literal[
     "text-only", "no audio", "no user turn", "interrupted", "ended", "not heard"
@@ -119,9 +194,12 @@ class Waterfall:
 
     @property
     def heard(self) -> float | None:
-        """Heard latency: end of the user's turn to the agent heard, seconds."""
+        """Heard latency: end of the user's turn to the agent heard, seconds (``None``
+        while not known, and always for a turn marked :attr:`incomplete`)."""
         heard_at = self.heard_at
-        return None if heard_at is None else heard_at - self.user_ended_at
+        if heard_at is None or self.incomplete is not None:
+            return None
+        return heard_at - self.user_ended_at
 
     @property
     def first_text(self) -> float | None:
@@ -191,10 +269,46 @@ class Latency:
     open: Waterfall | None = None
     """The turn being measured now."""
     turns: tuple[Waterfall, ...] = ()
-    """Closed turns, oldest first."""
+    """Closed turns, oldest first (the newest :data:`MAX_TURNS`)."""
+    earlier_turns: int = 0
+    """Closed turns no longer kept in :attr:`turns` (only counted)."""
     interrupts: tuple[InterruptTiming, ...] = ()
+    """Closed interrupts, oldest first (the newest :data:`MAX_INTERRUPTS`)."""
+    open_interrupt: InterruptTiming | None = None
+    """The interrupt whose marks are still awaited."""
     rtt: float | None = None
     """The latest network round trip, seconds."""
+
+    @property
+    def awaiting_audio(self) -> bool:
+        """A turn is open and its first agent audio frame was not seen yet: the audio path
+        reports the next non-silent frame it receives (``audio_received``)."""
+        w = self.open
+        return w is not None and w.audio_received_at is None
+
+    @property
+    def awaiting_heard(self) -> bool:
+        """A turn is open and its first agent audio was not handed to the device yet: the
+        audio path reports that moment (``audio_heard``)."""
+        w = self.open
+        return w is not None and w.audio_handed_at is None
+
+    def for_segment(self, segment_id: str) -> Waterfall | None:
+        """The turn (open or closed) whose reply began with this agent segment, if any:
+        where a front end puts a badge. Newest first, so cheap for recent lines."""
+        w = self.open
+        if w is not None and w.segment_id == segment_id:
+            return w
+        for turn in reversed(self.turns):
+            if turn.segment_id == segment_id:
+                return turn
+        return None
+
+    def summary(self, last: int | None = None) -> Summary:
+        """:func:`summarize` over the closed turns, or only the ``last`` N (a rolling
+        figure, e.g. for a status bar)."""
+        turns = self.turns if last is None else self.turns[-last:] if last > 0 else ()
+        return summarize(turns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +322,18 @@ class Summary:
     p50: float | None
     p95: float | None
     worst: Waterfall | None
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready: counts, p50/p95 in milliseconds, and the worst turn's number."""
+        worst = self.worst
+        return {
+            "turns": self.turns,
+            "measured": self.measured,
+            "p50_ms": _ms(self.p50),
+            "p95_ms": _ms(self.p95),
+            "worst_ms": _ms(worst.heard) if worst is not None else None,
+            "worst_turn": worst.turn if worst is not None else None,
+        }
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -231,6 +357,93 @@ def summarize(turns: Sequence[Waterfall]) -> Summary:
         p95=percentile(heard, 0.95),
         worst=worst,
     )
+
+
+def metrics(latency: Latency) -> dict[str, object]:
+    """Everything measured in a call as JSON-ready data (what ``--metrics-json`` writes):
+    every closed turn's waterfall, every interrupt, the summary and the last round trip."""
+    return {
+        "turns": [t.to_dict() for t in latency.turns],
+        "earlier_turns": latency.earlier_turns,
+        "interrupts": [i.to_dict() for i in latency.interrupts],
+        "summary": summarize(latency.turns).to_dict(),
+        "rtt_ms": _ms(latency.rtt),
+    }
+
+
+# --- wording: the one place that says latency in words ------------------------------------
+
+MEASURING: Final = "…"
+"""The badge of a turn still being measured."""
+
+
+def _secs(seconds: float) -> str:
+    return f"{seconds:.2f} s"
+
+
+def _millis(seconds: float) -> str:
+    return f"{seconds * 1000.0:.0f} ms"
+
+
+def badge(w: Waterfall) -> str:
+    """A short label for a turn: its heard latency (``"0.82 s"``), else why there is none
+    (``"text-only"``, ``"no audio"``...), else :data:`MEASURING` while still open."""
+    heard = w.heard
+    if heard is not None:
+        return _secs(heard)
+    if w.incomplete is not None:
+        return w.incomplete
+    return MEASURING
+
+
+def note(w: Waterfall) -> str:
+    """One line for plain mode, e.g. ``latency: heard 0.82 s (first text 0.31 s, client
+    12 ms, rtt 40 ms)`` or ``latency: not measured — text-only (first text 0.31 s)``."""
+    parts = []
+    if w.first_text is not None:
+        parts.append(f"first text {_secs(w.first_text)}")
+    heard = w.heard
+    if heard is not None:
+        if w.client_share is not None:
+            parts.append(f"client {_millis(w.client_share)}")
+        if w.rtt is not None:
+            parts.append(f"rtt {_millis(w.rtt)}")
+        head = f"latency: heard {_secs(heard)}"
+    elif w.incomplete is not None:
+        head = f"latency: not measured — {w.incomplete}"
+    else:
+        head = "latency: measuring"
+    return f"{head} ({', '.join(parts)})" if parts else head
+
+
+def summary_text(s: Summary) -> str:
+    """The call's heard latency in one line: ``latency: p50 0.82 s, p95 1.20 s, worst
+    1.31 s (turn 4); 5 of 6 turns measured``, or ``latency: no measured turns``."""
+    if s.p50 is None or s.p95 is None or s.worst is None or s.worst.heard is None:
+        return "latency: no measured turns"
+    counted = (
+        f"{s.measured} turn{'' if s.measured == 1 else 's'}"
+        if s.measured == s.turns
+        else f"{s.measured} of {s.turns} turns measured"
+    )
+    return (
+        f"latency: p50 {_secs(s.p50)}, p95 {_secs(s.p95)}, "
+        f"worst {_secs(s.worst.heard)} (turn {s.worst.turn}); {counted}"
+    )
+
+
+def interrupt_note(i: InterruptTiming) -> str:
+    """One line for an interrupt: ``interrupt: speaker silent after 45 ms, wire stopped
+    after 120 ms`` (a part not measured says so)."""
+    flush = i.local_flush
+    wire = i.wire_stop
+    if flush is None and wire is None:
+        return "interrupt: not measured"
+    speaker = (
+        f"speaker silent after {_millis(flush)}" if flush is not None else "speaker not measured"
+    )
+    stopped = f"wire stopped after {_millis(wire)}" if wire is not None else "wire not measured"
+    return f"interrupt: {speaker}, {stopped}"
 
 
 def _ms(seconds: float | None) -> float | None:
