@@ -15,6 +15,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from fishtalk.conversation import State, describe_end_reason
+from fishtalk.conversation.latency import Summary as LatencySummary
+from fishtalk.conversation.latency import summarize
 from fishtalk.tui.safe import clean
 from fishtalk.tui.widgets.status import format_duration
 
@@ -35,6 +37,8 @@ class Summary:
     exit_code: int
     connected: bool = True
     """Whether the session ever connected (else there is nothing to count)."""
+    latency: LatencySummary | None = None
+    """Heard latency over the call's turns (None: no turn was measured or left open)."""
 
     @classmethod
     def from_state(cls, state: State, *, reason: str | None, exit_code: int) -> Summary:
@@ -45,6 +49,10 @@ class Summary:
         live_user = sum(1 for s in said if s.role == "user")
         user = live_user + state.earlier_user_turns
         agent = len(said) - live_user + state.earlier_agent_turns
+        turns = state.latency.turns
+        last = state.latency.open
+        if last is not None and last.heard is not None:
+            turns = (*turns, last)
         ok = ("completed", "ok", "running")
         failures = sum(1 for c in state.tools if c.display_status not in ok)
         return cls(
@@ -59,6 +67,7 @@ class Summary:
             duration=state.clock.elapsed(),
             exit_code=exit_code,
             connected=state.clock.connected_at is not None,
+            latency=summarize(turns) if turns else None,
         )
 
     def stats(self) -> str:
@@ -71,6 +80,13 @@ class Summary:
         if self.errors:
             parts.append(_count(self.errors, "error"))
         return " · ".join(parts)
+
+    def heard(self) -> str | None:
+        """Heard latency over the call (p50, p95, the worst turn) in words, or None when
+        no turn was measured at all."""
+        if self.latency is None:
+            return None
+        return clean(summary_text(self.latency))
 
     def line(self) -> str:
         """The summary as one plain line for the normal screen after the app exits, e.g.
@@ -85,7 +101,19 @@ class Summary:
         if reason[:1].isupper() and not reason[1:2].isupper():
             reason = reason[0].lower() + reason[1:]
         head = f"call ended — {reason}" if reason else "call ended"
-        return f"{head} · {self.stats()}"
+        heard = self.heard()
+        tail = f" · {heard}" if heard else ""
+        return f"{head} · {self.stats()}{tail}"
+
+
+def summary_text(s: LatencySummary) -> str:
+    """Stand-in for latency.summary_text until latcore's helpers land."""
+    if s.p50 is None or s.p95 is None or s.worst is None or s.worst.heard is None:
+        return f"heard: no figures ({s.turns} turns)"
+    return (
+        f"heard p50 {s.p50 * 1000:.0f} ms · p95 {s.p95 * 1000:.0f} ms · "
+        f"worst {s.worst.heard * 1000:.0f} ms (turn {s.worst.turn})"
+    )
 
 
 def _count(n: int, noun: str) -> str:
@@ -116,6 +144,9 @@ class EndedScreen(ModalScreen[None]):
         table.add_row("tools", tools)
         if s.errors:
             table.add_row("errors", str(s.errors))
+        heard = s.heard()
+        if heard:
+            table.add_row("heard", Text(heard))
         with Vertical(id="ended-box"):
             yield Static(Text("■ Session ended", style="bold"), id="ended-title")
             yield Static(Text(clean(s.reason_text)), id="ended-reason")

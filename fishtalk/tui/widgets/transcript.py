@@ -33,6 +33,7 @@ from textual.strip import Strip
 
 from fishtalk.conversation import LOG_CHUNK, ErrorEntry, Log, Segment, State
 from fishtalk.tui.safe import safe_text
+from fishtalk.tui.widgets.latency import Badges
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -334,12 +335,15 @@ def log_changes(previous: Log[K] | None, current: Log[K]) -> Iterator[tuple[int,
             yield start + i, item
 
 
-def render_segment(seg: Segment, *, ended: bool = False, no_color: bool = False) -> Text:
+def render_segment(
+    seg: Segment, *, ended: bool = False, no_color: bool = False, badge: str | None = None
+) -> Text:
     """One transcript segment as inert text: who, what, and its live/interim/cut marks.
 
     ``ended``: the session is over, so a typed turn still queued was never sent.
     ``no_color``: ``NO_COLOR`` is set; who speaks is told by weight, reverse video and
     glyphs (the monochrome filter would turn a coloured label into grey on grey).
+    ``badge``: an agent turn's latency badge (plain text, shown dim at the end).
     """
     text = Text(overflow="fold")
     if seg.role == "user":
@@ -371,6 +375,9 @@ def render_segment(seg: Segment, *, ended: bool = False, no_color: bool = False)
         text.append("  (not sent)" if ended else "  (queued)", style="dim italic")
     if seg.typed and seg.audio is False:
         text.append("  ·text reply", style="dim")
+    if badge and seg.role == "agent":
+        # No-break spaces: the badge wraps as one piece, never across two lines.
+        text.append("  " + badge.replace(" ", "\u00a0"), style="dim")
     return text
 
 
@@ -428,6 +435,8 @@ class Transcript(TranscriptView[TranscriptItem]):
         self._dropped_segments = 0
         """Segments the reducer dropped (``State.earlier_segments``) at the last update."""
         self._live_segments = 0
+        self._badges = Badges()
+        """Agent segment id -> its latency badge (from ``State.latency``)."""
         super().__init__(
             self._item_text,
             max_items=max_items,
@@ -439,7 +448,8 @@ class Transcript(TranscriptView[TranscriptItem]):
         if isinstance(item, ErrorEntry):
             return render_error(item)
         no_color = self.is_attached and self.app.no_color
-        return render_segment(item, ended=self._ended, no_color=no_color)
+        badge = self._badges.by_segment.get(item.segment_id) if item.role == "agent" else None
+        return render_segment(item, ended=self._ended, no_color=no_color, badge=badge)
 
     def show(self, state: State) -> None:
         """Show the state's transcript, its errors in place (costs what changed)."""
@@ -449,9 +459,16 @@ class Transcript(TranscriptView[TranscriptItem]):
         if previous is not None and log.dropped < previous.dropped:
             previous = None  # another conversation: start again
             self._restart()
-        if log is previous and (not state.errors or state.errors[-1] is self._seen_error):
+        badged = self._badges.update(state.latency)
+        if (
+            log is previous
+            and not badged
+            and (not state.errors or state.errors[-1] is self._seen_error)
+        ):
             return
         follow = self._at_bottom()
+        if badged:
+            self._rebadge(badged)
         self._seg_log = log
         self._dropped_segments = log.dropped
         self._live_segments = len(log)
@@ -477,6 +494,20 @@ class Transcript(TranscriptView[TranscriptItem]):
             self._drop_front(excess)
         self._hidden = self._hidden_segments()
         self._update(follow)
+
+    def _rebadge(self, segment_ids: list[str]) -> None:
+        """Re-render the held agent segments whose badge changed (newest first: a badge
+        nearly always belongs to one of the last few segments)."""
+        wanted = set(segment_ids)
+        sources = self._sources
+        for index in range(len(sources) - 1, -1, -1):
+            item = sources[index]
+            if isinstance(item, Segment) and item.role == "agent" and item.segment_id in wanted:
+                self._strips[index] = None
+                self._stale = min(self._stale, index)
+                wanted.discard(item.segment_id)
+                if not wanted:
+                    return
 
     def _add_segment(self, position: int, segment: Segment) -> None:
         """A new segment goes after the newest one, and after the errors since then that
@@ -520,6 +551,7 @@ class Transcript(TranscriptView[TranscriptItem]):
         self._at.clear()
         self._first_seg = self._last_seg = -1
         self._seen_error = None
+        self._badges.clear()
 
     def set_ended(self, ended: bool) -> None:
         """The session ended: queued typed turns now read as not sent."""

@@ -1,0 +1,213 @@
+"""Heard latency in the TUI: the per-turn badge, the status bar's rolling p50, the ended
+screen and the exit line (synthetic waterfalls on the scripted driver)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from fishtalk import conversation as c
+from fishtalk.conversation.latency import summarize
+from fishtalk.tui.screens.ended import EndedScreen, Summary
+from fishtalk.tui.widgets.latency import (
+    Badges,
+    HeardP50,
+    badge_text,
+    format_seconds,
+    rolling_p50,
+)
+from fishtalk.tui.widgets.transcript import Transcript, render_segment
+
+from .helpers import (
+    LatencySession,
+    agent_says,
+    connected,
+    drawn,
+    make_app,
+    measured,
+    unmeasured,
+    user_interim,
+)
+
+
+def conversation(session: LatencySession) -> None:
+    session.feed(
+        *connected(),
+        *agent_says("a1", ["Hi!"], 2.0),
+        *user_interim("u1", 1, "first question", 3.0, final=True),
+        *agent_says("a2", ["First", " answer."], 4.0),
+        *user_interim("u2", 1, "second question", 6.0, final=True),
+        *agent_says("a3", ["Second", " answer."], 7.0),
+    )
+
+
+def nbsp(text: str) -> str:
+    return text.replace(" ", "\u00a0")
+
+
+# --- pure parts ------------------------------------------------------------------------------
+
+
+def test_rolling_p50_is_over_the_latest_measured_turns() -> None:
+    assert rolling_p50(()) is None
+    assert rolling_p50((unmeasured(1, "a", "text-only"),)) is None
+    turns = [measured(i, f"a{i}", 0.1 * i) for i in range(1, 13)]  # 0.1 .. 1.2 s
+    turns.insert(5, unmeasured(99, "x", "no audio"))
+    # The last ten measured: 0.3 .. 1.2 s; nearest-rank median: the 5th, 0.7 s.
+    p50 = rolling_p50(turns)
+    assert p50 == pytest.approx(0.7)
+    assert rolling_p50(turns, count=2) == pytest.approx(1.1)
+
+
+def test_format_seconds() -> None:
+    assert format_seconds(0.4204) == "420 ms"
+    assert format_seconds(0.0) == "0 ms"
+    assert format_seconds(1.237) == "1.24 s"
+
+
+def test_badges_only_report_what_changed() -> None:
+    badges = Badges()
+    first = measured(1, "a2", 0.42)
+    lat = c.Latency(turns=(first,))
+    assert badges.update(lat) == ["a2"]
+    assert badges.by_segment == {"a2": badge_text(first)}
+    assert badges.update(lat) == []  # the same latency: nothing to do
+    assert badges.update(replace(lat, rtt=0.05)) == []  # only the round trip moved
+    second = unmeasured(2, "a3", "text-only")
+    assert badges.update(c.Latency(turns=(first, second))) == ["a3"]
+    # The open turn gets its badge once it has a heard figure.
+    opened = replace(measured(3, "a4", 0.5), audio_handed_at=None)
+    assert badges.update(c.Latency(turns=(first, second), open=opened)) == []
+    heard = measured(3, "a4", 0.5)
+    assert badges.update(c.Latency(turns=(first, second), open=heard)) == ["a4"]
+    # The front dropped off: the badges of the turns no longer held go.
+    assert badges.update(c.Latency(turns=(second, heard))) == []
+    assert set(badges.by_segment) == {"a3", "a4"}
+
+
+def test_badge_text_is_a_figure_or_the_reason() -> None:
+    assert badge_text(measured(1, "a", 0.42))
+    text_only = badge_text(unmeasured(1, "a", "text-only"))
+    assert "text-only" in text_only
+    assert "no audio" in badge_text(unmeasured(1, "a", "no audio"))
+
+
+def test_render_segment_badge_is_literal_and_agent_only() -> None:
+    agent = c.Segment(1, "a", "agent", "agent", "Hello", final=True, open=False)
+    user = c.Segment(2, "u", "user", "you", "Hi", final=True, open=False)
+    markup = "[bold red]420 ms[/]"
+    rendered = render_segment(agent, badge=markup)
+    assert rendered.plain == f"agent ▸ Hello  {markup}"
+    spaced = render_segment(agent, badge="heard 420 ms").plain
+    assert spaced == "agent ▸ Hello  heard\u00a0420\u00a0ms"  # wraps as one piece
+    assert "dim" in str(rendered.spans[-1].style)
+    assert render_segment(user, badge=markup).plain == "you ▸ Hi"
+    assert render_segment(agent).plain == "agent ▸ Hello"
+
+
+# --- in the app ------------------------------------------------------------------------------
+
+
+async def test_badges_sit_on_their_agent_turns() -> None:
+    session = LatencySession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        conversation(session)
+        await drawn(pilot, session)
+        transcript = app.query_one(Transcript)
+        before = transcript.plain_items()
+        assert not any("text-only" in item for item in before)
+        a2, a3 = measured(1, "a2", 0.42), unmeasured(2, "a3", "text-only")
+        session.set_latency(c.Latency(turns=(a2, a3)))
+        await drawn(pilot, session)
+        items = transcript.plain_items()
+        assert items[0] == before[0]  # the greeting had no user turn: no badge
+        assert items[2] == f"{before[2]}  {nbsp(badge_text(a2))}"
+        assert items[4] == f"{before[4]}  {nbsp(badge_text(a3))}"
+        assert "text-only" in items[4]
+        assert items[1] == before[1] and items[3] == before[3]  # user turns: none
+
+
+async def test_a_badge_rewraps_only_its_segment() -> None:
+    session = LatencySession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        conversation(session)
+        await drawn(pilot, session)
+        transcript = app.query_one(Transcript)
+        renders = transcript.renders
+        session.set_latency(c.Latency(turns=(measured(1, "a2", 0.42),)))
+        await drawn(pilot, session)
+        assert transcript.renders == renders + 1
+        renders = transcript.renders
+        # A state whose latency did not change re-wraps nothing.
+        session.feed(c.SignalActivity(9.0))
+        await drawn(pilot, session)
+        assert transcript.renders == renders
+
+
+async def test_status_bar_rolling_p50() -> None:
+    session = LatencySession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        conversation(session)
+        await drawn(pilot, session)
+        p50 = app.query_one(HeardP50)
+        assert p50.text is None and not p50.display  # nothing before the first figure
+        session.set_latency(c.Latency(turns=(unmeasured(1, "a2", "no audio"),)))
+        await drawn(pilot, session)
+        assert p50.text is None and not p50.display  # still nothing measured
+        turns = (measured(1, "a2", 0.42), measured(2, "a3", 0.9), measured(3, "a4", 0.61))
+        session.set_latency(c.Latency(turns=turns))
+        await drawn(pilot, session)
+        assert p50.display
+        assert p50.text == "heard p50 610 ms"
+        status = "\n".join(s.text for s in app.screen._compositor.render_strips())
+        assert "heard p50 610 ms" in status
+
+
+def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
+    turns = tuple(measured(i, f"a{i}", 0.1 * i) for i in range(1, 21))
+    turns += (unmeasured(21, "a21", "text-only"),)
+    state = c.initial_state()
+    for inp in connected():
+        state, _ = c.reduce(state, inp)
+    state = replace(state, latency=c.Latency(turns=turns))
+    summary = Summary.from_state(state, reason="user_hangup", exit_code=0)
+    assert summary.latency == summarize(turns)
+    heard = summary.heard()
+    assert heard is not None
+    line = summary.line()
+    assert line.endswith(f" · {heard}")
+    assert summary.latency is not None and summary.latency.worst is not None
+    assert summary.latency.worst.turn == 20
+    # No measured turn at all: nothing about latency.
+    quiet = Summary.from_state(
+        replace(state, latency=c.Latency()), reason="user_hangup", exit_code=0
+    )
+    assert quiet.latency is None and quiet.heard() is None
+    assert "heard" not in quiet.line()
+
+
+async def test_ended_screen_shows_heard_latency() -> None:
+    session = LatencySession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        conversation(session)
+        turns = (measured(1, "a2", 0.42), measured(2, "a3", 0.9))
+        session.set_latency(c.Latency(turns=turns))
+        await drawn(pilot, session)
+        session.feed(c.Hangup(20.0))
+        for _ in range(200):
+            if isinstance(app.screen, EndedScreen):
+                break
+            await pilot.pause(0.01)
+        assert isinstance(app.screen, EndedScreen)
+        await pilot.pause()
+        summary = app.summary
+        assert summary is not None
+        heard = summary.heard()
+        assert heard is not None
+        screen_text = "\n".join(s.text for s in app.screen._compositor.render_strips())
+        assert heard in screen_text
