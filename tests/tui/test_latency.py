@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from rich.console import Console
+from rich.text import Text
 
 from fishtalk import conversation as c
 from fishtalk.conversation.latency import summarize
@@ -14,10 +16,14 @@ from fishtalk.tui.widgets.latency import (
     Badges,
     HeardP50,
     badge_text,
-    format_seconds,
     rolling_p50,
 )
-from fishtalk.tui.widgets.transcript import Transcript, render_segment
+from fishtalk.tui.widgets.transcript import (
+    BADGE_GLYPH,
+    Transcript,
+    render_segment,
+    with_badge,
+)
 
 from .helpers import (
     LatencySession,
@@ -42,8 +48,8 @@ def conversation(session: LatencySession) -> None:
     )
 
 
-def nbsp(text: str) -> str:
-    return text.replace(" ", "\u00a0")
+def badged(text: str, badge: str) -> str:
+    return f"{text}  {BADGE_GLYPH} {badge}"
 
 
 # --- pure parts ------------------------------------------------------------------------------
@@ -58,12 +64,6 @@ def test_rolling_p50_is_over_the_latest_measured_turns() -> None:
     p50 = rolling_p50(turns)
     assert p50 == pytest.approx(0.7)
     assert rolling_p50(turns, count=2) == pytest.approx(1.1)
-
-
-def test_format_seconds() -> None:
-    assert format_seconds(0.4204) == "420 ms"
-    assert format_seconds(0.0) == "0 ms"
-    assert format_seconds(1.237) == "1.24 s"
 
 
 def test_badges_only_report_what_changed() -> None:
@@ -87,7 +87,7 @@ def test_badges_only_report_what_changed() -> None:
 
 
 def test_badge_text_is_a_figure_or_the_reason() -> None:
-    assert badge_text(measured(1, "a", 0.42))
+    assert badge_text(measured(1, "a", 0.42)) == "0.42 s"
     text_only = badge_text(unmeasured(1, "a", "text-only"))
     assert "text-only" in text_only
     assert "no audio" in badge_text(unmeasured(1, "a", "no audio"))
@@ -98,12 +98,22 @@ def test_render_segment_badge_is_literal_and_agent_only() -> None:
     user = c.Segment(2, "u", "user", "you", "Hi", final=True, open=False)
     markup = "[bold red]420 ms[/]"
     rendered = render_segment(agent, badge=markup)
-    assert rendered.plain == f"agent ▸ Hello  {markup}"
-    spaced = render_segment(agent, badge="heard 420 ms").plain
-    assert spaced == "agent ▸ Hello  heard\u00a0420\u00a0ms"  # wraps as one piece
+    assert rendered.plain == badged("agent ▸ Hello", markup)
     assert "dim" in str(rendered.spans[-1].style)
     assert render_segment(user, badge=markup).plain == "you ▸ Hi"
     assert render_segment(agent).plain == "agent ▸ Hello"
+
+
+def test_a_badge_is_never_split_across_lines() -> None:
+    console = Console(width=200)
+    long = "agent ▸ " + "word " * 5 + "end."  # 37 cells
+    # Fits on the last line: it stays there.
+    fits = with_badge(Text(long), "0.42 s", console, 60)
+    assert [line.plain for line in fits.wrap(console, 60)] == [badged(long, "0.42 s")]
+    # Does not fit: the whole badge goes on a line of its own, under the text.
+    moved = with_badge(Text(long), "no user turn", console, 40)
+    lines = [line.plain.rstrip() for line in moved.wrap(console, 40)]
+    assert lines == [long, f"        {BADGE_GLYPH} no user turn"]
 
 
 # --- in the app ------------------------------------------------------------------------------
@@ -123,10 +133,11 @@ async def test_badges_sit_on_their_agent_turns() -> None:
         await drawn(pilot, session)
         items = transcript.plain_items()
         assert items[0] == before[0]  # the greeting had no user turn: no badge
-        assert items[2] == f"{before[2]}  {nbsp(badge_text(a2))}"
-        assert items[4] == f"{before[4]}  {nbsp(badge_text(a3))}"
+        assert items[2] == badged(before[2], "0.42 s")
+        assert items[4] == badged(before[4], "text-only")
         assert "text-only" in items[4]
-        assert items[1] == before[1] and items[3] == before[3]  # user turns: none
+        assert items[1] == before[1]  # user turns: none
+        assert items[3] == before[3]
 
 
 async def test_a_badge_rewraps_only_its_segment() -> None:
@@ -154,17 +165,19 @@ async def test_status_bar_rolling_p50() -> None:
         conversation(session)
         await drawn(pilot, session)
         p50 = app.query_one(HeardP50)
-        assert p50.text is None and not p50.display  # nothing before the first figure
+        assert p50.text is None  # nothing before the first figure
+        assert not p50.display
         session.set_latency(c.Latency(turns=(unmeasured(1, "a2", "no audio"),)))
         await drawn(pilot, session)
-        assert p50.text is None and not p50.display  # still nothing measured
+        assert p50.text is None  # still nothing measured
+        assert not p50.display
         turns = (measured(1, "a2", 0.42), measured(2, "a3", 0.9), measured(3, "a4", 0.61))
         session.set_latency(c.Latency(turns=turns))
         await drawn(pilot, session)
         assert p50.display
-        assert p50.text == "heard p50 610 ms"
+        assert p50.text == "heard p50 0.61 s"
         status = "\n".join(s.text for s in app.screen._compositor.render_strips())
-        assert "heard p50 610 ms" in status
+        assert "heard p50 0.61 s" in status
 
 
 def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
@@ -176,18 +189,30 @@ def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
     state = replace(state, latency=c.Latency(turns=turns))
     summary = Summary.from_state(state, reason="user_hangup", exit_code=0)
     assert summary.latency == summarize(turns)
-    heard = summary.heard()
+    heard = summary.latency_line()
     assert heard is not None
     line = summary.line()
     assert line.endswith(f" · {heard}")
-    assert summary.latency is not None and summary.latency.worst is not None
+    assert summary.latency is not None
+    assert summary.latency.worst is not None
     assert summary.latency.worst.turn == 20
+    assert line.endswith(
+        " · latency: p50 1.00 s, p95 1.90 s, worst 2.00 s (turn 20); 20 of 21 turns measured"
+    )
+    # Turns, none measured: it says so.
+    none = Summary.from_state(
+        replace(state, latency=c.Latency(turns=(unmeasured(1, "a", "text-only"),))),
+        reason="user_hangup",
+        exit_code=0,
+    )
+    assert none.line().endswith(" · latency: no measured turns")
     # No measured turn at all: nothing about latency.
     quiet = Summary.from_state(
         replace(state, latency=c.Latency()), reason="user_hangup", exit_code=0
     )
-    assert quiet.latency is None and quiet.heard() is None
-    assert "heard" not in quiet.line()
+    assert quiet.latency is None
+    assert quiet.latency_line() is None
+    assert "latency" not in quiet.line()
 
 
 async def test_ended_screen_shows_heard_latency() -> None:
@@ -207,7 +232,7 @@ async def test_ended_screen_shows_heard_latency() -> None:
         await pilot.pause()
         summary = app.summary
         assert summary is not None
-        heard = summary.heard()
+        heard = summary.latency_line()
         assert heard is not None
         screen_text = "\n".join(s.text for s in app.screen._compositor.render_strips())
-        assert heard in screen_text
+        assert heard.removeprefix("latency: ") in screen_text

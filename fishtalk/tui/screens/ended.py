@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from fishtalk.conversation import State, describe_end_reason
 from fishtalk.conversation.latency import Summary as LatencySummary
-from fishtalk.conversation.latency import summarize
+from fishtalk.conversation.latency import summarize, summary_text
 from fishtalk.tui.safe import clean
 from fishtalk.tui.widgets.status import format_duration
 
@@ -81,9 +81,10 @@ class Summary:
             parts.append(_count(self.errors, "error"))
         return " · ".join(parts)
 
-    def heard(self) -> str | None:
-        """Heard latency over the call (p50, p95, the worst turn) in words, or None when
-        no turn was measured at all."""
+    def latency_line(self) -> str | None:
+        """Heard latency over the call in words (``latency: p50 0.82 s, p95 1.20 s, worst
+        1.31 s (turn 4); ...``, or that no turn was measured), or None when the call had
+        no turn to measure."""
         if self.latency is None:
             return None
         return clean(summary_text(self.latency))
@@ -101,19 +102,9 @@ class Summary:
         if reason[:1].isupper() and not reason[1:2].isupper():
             reason = reason[0].lower() + reason[1:]
         head = f"call ended — {reason}" if reason else "call ended"
-        heard = self.heard()
+        heard = self.latency_line()
         tail = f" · {heard}" if heard else ""
         return f"{head} · {self.stats()}{tail}"
-
-
-def summary_text(s: LatencySummary) -> str:
-    """Stand-in for latency.summary_text until latcore's helpers land."""
-    if s.p50 is None or s.p95 is None or s.worst is None or s.worst.heard is None:
-        return f"heard: no figures ({s.turns} turns)"
-    return (
-        f"heard p50 {s.p50 * 1000:.0f} ms · p95 {s.p95 * 1000:.0f} ms · "
-        f"worst {s.worst.heard * 1000:.0f} ms (turn {s.worst.turn})"
-    )
 
 
 def _count(n: int, noun: str) -> str:
@@ -144,9 +135,9 @@ class EndedScreen(ModalScreen[None]):
         table.add_row("tools", tools)
         if s.errors:
             table.add_row("errors", str(s.errors))
-        heard = s.heard()
+        heard = s.latency_line()
         if heard:
-            table.add_row("heard", Text(heard))
+            table.add_row("latency", Text(heard.removeprefix("latency: ")))
         with Vertical(id="ended-box"):
             yield Static(Text("■ Session ended", style="bold"), id="ended-title")
             yield Static(Text(clean(s.reason_text)), id="ended-reason")

@@ -15,7 +15,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from fishtalk.conversation import Latency, State, Waterfall
-from fishtalk.conversation.latency import percentile
+from fishtalk.conversation.latency import badge, percentile
 from fishtalk.tui.safe import clean
 
 ROLLING_TURNS: Final = 10
@@ -33,14 +33,6 @@ def rolling_p50(turns: Sequence[Waterfall], count: int = ROLLING_TURNS) -> float
             if len(heard) >= count:
                 break
     return percentile(heard, 0.5)
-
-
-def badge(turn: Waterfall) -> str:
-    """Stand-in for latency.badge until latcore's helpers land (replaced at the merge)."""
-    heard = turn.heard
-    if heard is not None:
-        return f"heard {format_seconds(heard)}"
-    return turn.incomplete or "not measured"
 
 
 def badge_text(turn: Waterfall) -> str:
@@ -101,13 +93,6 @@ class Badges:
             changed.append(sid)
 
 
-def format_seconds(seconds: float) -> str:
-    """``420 ms`` under a second, ``1.24 s`` from there."""
-    if seconds < 1.0:
-        return f"{max(0, round(seconds * 1000))} ms"
-    return f"{seconds:.2f} s"
-
-
 class HeardP50(Static):
     """The status bar's rolling p50 of heard latency; hidden before the first measured
     turn."""
@@ -125,7 +110,7 @@ class HeardP50(Static):
             return
         self._turns = turns
         p50 = rolling_p50(turns)
-        text = None if p50 is None else f"heard p50 {format_seconds(p50)}"
+        text = None if p50 is None else f"heard p50 {p50:.2f} s"  # as latency.badge says
         if text == self._shown:
             return
         self._shown = text
@@ -138,4 +123,4 @@ class HeardP50(Static):
         return self._shown
 
 
-__all__ = ["ROLLING_TURNS", "Badges", "HeardP50", "badge_text", "format_seconds", "rolling_p50"]
+__all__ = ["ROLLING_TURNS", "Badges", "HeardP50", "badge_text", "rolling_p50"]

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import ClassVar, Generic, TypeAlias, TypeVar
 
 from rich.cells import cell_len
+from rich.console import Console
 from rich.segment import Segment as RichSegment
 from rich.style import Style
 from rich.text import Text
@@ -376,8 +377,34 @@ def render_segment(
     if seg.typed and seg.audio is False:
         text.append("  ·text reply", style="dim")
     if badge and seg.role == "agent":
-        # No-break spaces: the badge wraps as one piece, never across two lines.
-        text.append("  " + badge.replace(" ", "\u00a0"), style="dim")
+        text.append_text(badge_piece(badge))
+    return text
+
+
+BADGE_GLYPH = "◷"
+"""Marks a turn's latency badge (the words are ``latency.badge``'s)."""
+_AGENT_INDENT = cell_len("agent ▸ ")
+
+
+def badge_piece(badge: str) -> Text:
+    """An agent turn's latency badge as it follows the text: dim, literal."""
+    return Text(f"  {BADGE_GLYPH} {badge}", style="dim", no_wrap=True)
+
+
+def with_badge(text: Text, badge: str, console: Console, width: int) -> Text:
+    """``text`` (an agent segment) with its badge at the end, kept in one piece: when it
+    does not fit on the last line at ``width`` it goes on a line of its own, indented."""
+    piece = badge_piece(badge)
+    plain = text.plain
+    if width <= 0 or ("\n" not in plain and cell_len(plain) + piece.cell_len <= width):
+        text.append_text(piece)
+        return text
+    last = text.wrap(console, width)[-1]
+    if last.cell_len + piece.cell_len <= width:
+        text.append_text(piece)
+    else:
+        text.append("\n" + " " * _AGENT_INDENT)
+        text.append_text(piece[2:])
     return text
 
 
@@ -448,8 +475,14 @@ class Transcript(TranscriptView[TranscriptItem]):
         if isinstance(item, ErrorEntry):
             return render_error(item)
         no_color = self.is_attached and self.app.no_color
+        text = render_segment(item, ended=self._ended, no_color=no_color)
         badge = self._badges.by_segment.get(item.segment_id) if item.role == "agent" else None
-        return render_segment(item, ended=self._ended, no_color=no_color, badge=badge)
+        if badge is None:
+            return text
+        if not self.is_attached:
+            text.append_text(badge_piece(badge))
+            return text
+        return with_badge(text, badge, self.app.console, self._wrap_width)
 
     def show(self, state: State) -> None:
         """Show the state's transcript, its errors in place (costs what changed)."""
@@ -572,12 +605,15 @@ def _since(items: tuple[ErrorEntry, ...], seen: ErrorEntry | None) -> tuple[Erro
 
 
 __all__ = [
+    "BADGE_GLYPH",
     "DEFAULT_MAX_ITEMS",
     "Transcript",
     "TranscriptItem",
     "TranscriptView",
+    "badge_piece",
     "log_changes",
     "merge_errors",
     "render_error",
     "render_segment",
+    "with_badge",
 ]
