@@ -695,9 +695,12 @@ def _waterfalls(
 ) -> dict[int, conv.Waterfall]:
     """Each turn's waterfall, keyed by its window's index: the turn whose window the user's
     turn ended in (the session clock is the monotonic clock the windows are marked on); of
-    several in one window (a spoken clip heard as two turns), the last."""
+    several in one window (a spoken clip heard as two turns), the last. Unprompted turns
+    (the agent speaking with no user turn before it) belong to no user turn."""
     found: dict[int, conv.Waterfall] = {}
     for waterfall in (*closed, *((open_,) if open_ is not None else ())):
+        if waterfall.kind == "unprompted":
+            continue
         index = bisect_right(starts, waterfall.user_ended_at) - 1
         if index >= 0:
             found[index] = waterfall

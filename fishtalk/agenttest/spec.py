@@ -54,7 +54,16 @@ import tomllib
 from pathlib import Path
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from fishtalk.errors import EXIT_USAGE, FishtalkError
 
@@ -276,14 +285,16 @@ class TestFile(_Model):
     expect: Expect = Field(default_factory=Expect)
     path: str = ""
 
-    @model_validator(mode="after")
-    def _heard_needs_a_user_turn(self) -> TestFile:
-        if (self.expect.max_heard is not None or self.expect.p95_heard is not None) and not any(
-            t.action in ("say", "speak") for t in self.turns
-        ):
-            key = "max_heard" if self.expect.max_heard is not None else "p95_heard"
-            raise ValueError(f"expect.{key} needs a say or speak turn to measure")
-        return self
+    @field_validator("expect")
+    @classmethod
+    def _heard_needs_a_user_turn(cls, expect: Expect, info: ValidationInfo) -> Expect:
+        turns = info.data.get("turns")
+        if turns is None or (expect.max_heard is None and expect.p95_heard is None):
+            return expect
+        if not any(t.action in ("say", "speak") for t in turns):
+            key = "max_heard" if expect.max_heard is not None else "p95_heard"
+            raise ValueError(f"{key} needs a say or speak turn to measure")
+        return expect
 
     @property
     def heard_budget(self) -> bool:
