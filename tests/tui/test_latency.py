@@ -81,6 +81,12 @@ def test_badges_only_report_what_changed() -> None:
     assert badges.update(c.Latency(turns=(first, second), open=opened)) == []
     heard = measured(3, "a4", 0.5)
     assert badges.update(c.Latency(turns=(first, second), open=heard)) == ["a4"]
+    # The agent's greeting had no user turn: no badge.
+    greeting = c.Waterfall(
+        turn=4, kind="unprompted", user_ended_at=1.0, segment_id="a1", incomplete="no user turn"
+    )
+    assert badges.update(c.Latency(turns=(first, second, greeting), open=heard)) == []
+    assert "a1" not in badges.by_segment
     # The front dropped off: the badges of the turns no longer held go.
     assert badges.update(c.Latency(turns=(second, heard))) == []
     assert set(badges.by_segment) == {"a3", "a4"}
@@ -199,13 +205,22 @@ def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
     assert line.endswith(
         " · latency: p50 1.00 s, p95 1.90 s, worst 2.00 s (turn 20); 20 of 21 turns measured"
     )
-    # Turns, none measured: it says so.
+    # Turns, none measured: the ended screen says so; the exit line keeps to figures.
     none = Summary.from_state(
         replace(state, latency=c.Latency(turns=(unmeasured(1, "a", "text-only"),))),
         reason="user_hangup",
         exit_code=0,
     )
-    assert none.line().endswith(" · latency: no measured turns")
+    assert none.latency_line() == "latency: no measured turns"
+    assert "latency" not in none.line()
+    # Only the agent's greeting (no user turn): nothing to say about latency.
+    greeting = c.Waterfall(
+        turn=1, kind="unprompted", user_ended_at=1.0, segment_id="a1", incomplete="no user turn"
+    )
+    greeted = Summary.from_state(
+        replace(state, latency=c.Latency(turns=(greeting,))), reason="user_hangup", exit_code=0
+    )
+    assert greeted.latency is None
     # No measured turn at all: nothing about latency.
     quiet = Summary.from_state(
         replace(state, latency=c.Latency()), reason="user_hangup", exit_code=0

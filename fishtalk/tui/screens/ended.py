@@ -38,7 +38,7 @@ class Summary:
     connected: bool = True
     """Whether the session ever connected (else there is nothing to count)."""
     latency: LatencySummary | None = None
-    """Heard latency over the call's turns (None: no turn was measured or left open)."""
+    """Heard latency over the call's turns (None: no user turn to measure from)."""
 
     @classmethod
     def from_state(cls, state: State, *, reason: str | None, exit_code: int) -> Summary:
@@ -67,7 +67,7 @@ class Summary:
             duration=state.clock.elapsed(),
             exit_code=exit_code,
             connected=state.clock.connected_at is not None,
-            latency=summarize(turns) if turns else None,
+            latency=summarize(turns) if any(t.kind != "unprompted" for t in turns) else None,
         )
 
     def stats(self) -> str:
@@ -84,14 +84,15 @@ class Summary:
     def latency_line(self) -> str | None:
         """Heard latency over the call in words (``latency: p50 0.82 s, p95 1.20 s, worst
         1.31 s (turn 4); ...``, or that no turn was measured), or None when the call had
-        no turn to measure."""
+        no user turn to measure from."""
         if self.latency is None:
             return None
         return clean(summary_text(self.latency))
 
     def line(self) -> str:
         """The summary as one plain line for the normal screen after the app exits, e.g.
-        ``call ended — you hung up · 0:47 · 3 turns · 2 tools``.
+        ``call ended — you hung up · 0:47 · 3 turns · 2 tools``, then the heard latency
+        when a turn was measured (``· latency: p50 0.82 s, p95 1.20 s, worst ...``).
 
         A session that never connected had no call to speak of: just its sentence.
         """
@@ -102,7 +103,8 @@ class Summary:
         if reason[:1].isupper() and not reason[1:2].isupper():
             reason = reason[0].lower() + reason[1:]
         head = f"call ended — {reason}" if reason else "call ended"
-        heard = self.latency_line()
+        # The one line carries figures only: "no measured turns" stays on the ended screen.
+        heard = self.latency_line() if self.latency and self.latency.measured else None
         tail = f" · {heard}" if heard else ""
         return f"{head} · {self.stats()}{tail}"
 

@@ -46,7 +46,8 @@ class Badges:
     :meth:`update` takes the state's latency and returns the segment ids whose badge
     changed (to re-render). Closed turns are appended to ``Latency.turns``, so only those
     after the last seen one are looked at; the open turn shows a badge once it has a heard
-    figure.
+    figure. A reply to a user turn always gets one (its figure, or why there is none); an
+    unprompted one (the greeting) does not: there was no user turn to measure from.
     """
 
     def __init__(self) -> None:
@@ -85,8 +86,8 @@ class Badges:
 
     def _put(self, turn: Waterfall, changed: list[str]) -> None:
         sid = turn.segment_id
-        if sid is None:
-            return
+        if sid is None or turn.kind == "unprompted":
+            return  # the agent spoke first (its greeting): no user turn, nothing to measure
         text = badge_text(turn)
         if self.by_segment.get(sid) != text:
             self.by_segment[sid] = text
