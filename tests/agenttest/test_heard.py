@@ -346,3 +346,11 @@ def test_heard_figures_reach_the_json_report(sim: SimInfo, tmp_path: Path) -> No
 def test_the_must_fail_files_cover_heard_budgets() -> None:
     names = {p.stem for p in (FILES / "fail").glob("*.toml")}
     assert {"max_heard", "p95_heard", "max_heard_spoken"} <= names
+
+
+def test_the_readme_documents_every_expectation() -> None:
+    from .test_readme import readme_section
+
+    section = readme_section()
+    missing = [name for name in Expect.model_fields if f"`{name}" not in section]
+    assert missing == []
