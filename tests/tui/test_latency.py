@@ -10,12 +10,14 @@ from rich.console import Console
 from rich.text import Text
 
 from fishtalk import conversation as c
-from fishtalk.conversation.latency import summarize
+from fishtalk.conversation.latency import percentile, summarize
 from fishtalk.tui.screens.ended import EndedScreen, Summary
 from fishtalk.tui.widgets.latency import (
+    MAX_BADGES,
     Badges,
     HeardP50,
     badge_text,
+    new_turns,
     rolling_p50,
 )
 from fishtalk.tui.widgets.transcript import (
@@ -87,9 +89,15 @@ def test_badges_only_report_what_changed() -> None:
     )
     assert badges.update(c.Latency(turns=(first, second, greeting), open=heard)) == []
     assert "a1" not in badges.by_segment
-    # The front dropped off: the badges of the turns no longer held go.
-    assert badges.update(c.Latency(turns=(second, heard))) == []
-    assert set(badges.by_segment) == {"a3", "a4"}
+    # The oldest dropped off the reducer's bound: its segment keeps its badge.
+    assert badges.update(c.Latency(turns=(second, greeting, heard))) == []
+    assert set(badges.by_segment) == {"a2", "a3", "a4"}
+    # Only the newest MAX_BADGES are remembered.
+    many = tuple(measured(i, f"m{i}", 0.3) for i in range(MAX_BADGES + 5))
+    badges.update(c.Latency(turns=many))
+    assert len(badges.by_segment) == MAX_BADGES
+    assert "m0" not in badges.by_segment
+    assert f"m{MAX_BADGES + 4}" in badges.by_segment
 
 
 def test_badge_text_is_a_figure_or_the_reason() -> None:
@@ -184,6 +192,40 @@ async def test_status_bar_rolling_p50() -> None:
         assert p50.text == "heard p50 0.61 s"
         status = "\n".join(s.text for s in app.screen._compositor.render_strips())
         assert "heard p50 0.61 s" in status
+
+
+def test_new_turns_is_what_was_appended() -> None:
+    turns = tuple(measured(i, f"a{i}", 0.1) for i in range(1, 6))
+    assert new_turns((), turns) is None  # nothing seen yet: start again
+    assert new_turns(turns[:3], turns) == turns[3:]
+    assert new_turns(turns, turns) == ()
+    assert new_turns(turns[:3], turns[1:]) == turns[3:]  # the oldest dropped off
+    assert new_turns(turns[:3], (turns[4],)) is None  # not a continuation
+
+
+async def test_rolling_p50_follows_turns_as_they_close_and_drop_off() -> None:
+    session = LatencySession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        conversation(session)
+        p50 = app.query_one(HeardP50)
+        figures = [0.3, 0.9, 0.5, None, 1.4, 0.2, 0.8, None, 0.6, 1.1, 0.7, 0.4, 1.3, 0.35]
+        turns: tuple[c.Waterfall, ...] = ()
+        for n, heard in enumerate(figures * 3, start=1):
+            turn = (
+                measured(n, f"a{n}", heard)
+                if heard is not None
+                else unmeasured(n, f"a{n}", "no audio")
+            )
+            turns = (*turns, turn)[-8:]  # a bound, as the reducer's: the oldest drop off
+            session.set_latency(c.Latency(turns=turns))
+            await drawn(pilot, session)
+            want = rolling_p50(turns)
+            if n > 8:
+                # What dropped off still counts: the p50 is over the last ten measured.
+                kept = [h for h in (figures * 3)[:n] if h is not None][-10:]
+                want = percentile(kept, 0.5)
+            assert p50.text == (None if want is None else f"heard p50 {want:.2f} s"), n
 
 
 def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
