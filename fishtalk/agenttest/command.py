@@ -18,6 +18,7 @@ from fishtalk.agenttest.runner import (
     RunOptions,
     Target,
     TestResult,
+    heard_budgets,
     plan,
     run_tests,
     sim_target,
@@ -53,13 +54,14 @@ def load_all(files: Sequence[Path]) -> list[TestFile]:
 
 
 def exit_code(results: Sequence[TestResult], *, interrupted: bool = False) -> int:
-    """0 all passed; the documented code of an API failure; 1 any failed; 130 interrupted."""
+    """0 all passed; the documented code of an API failure; 1 any failed (a heard budget
+    across runs included); 130 interrupted."""
     if interrupted:
         return EXIT_INTERRUPTED
     for result in results:
         if result.status == "error" and result.exit_code is not None:
             return result.exit_code
-    if any(not r.passed for r in results):
+    if any(not r.passed for r in results) or any(not b.passed for b in heard_budgets(results)):
         return EXIT_ERROR
     return EXIT_OK
 

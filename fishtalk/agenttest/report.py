@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fishtalk.agenttest.runner import TestResult, summary
+from fishtalk.agenttest.runner import HeardBudget, TestResult, heard_budgets, summary
 
 EXCERPT_LINES = 8
 """Transcript lines shown under a failure."""
@@ -48,17 +48,33 @@ def summary_lines(results: Sequence[TestResult]) -> list[str]:
             out.append(f"  pass rate {rate:.0%}: {key}")
     if s["first_text_p50"] is not None:
         out.append(f"first text: p50 {s['first_text_p50']:.2f} s, p95 {s['first_text_p95']:.2f} s")
+    if s["heard_p50"] is not None:
+        out.append(f"heard: p50 {s['heard_p50']:.3f} s, p95 {s['heard_p95']:.3f} s")
+    for budget in heard_budgets(results):
+        out.extend(budget_lines(budget))
     return out
+
+
+def budget_lines(budget: HeardBudget) -> list[str]:
+    """A heard budget across runs: PASS/FAIL, then (failing) what was expected and seen."""
+    p95 = budget.p95
+    figure = f"p95 {p95:.3f} s" if p95 is not None else "no figure"
+    head = f"{budget.label} ({figure}, budget {budget.budget:g} s)  [{budget.path}]"
+    failure = budget.failure
+    if failure is None:
+        return [f"PASS {head}"]
+    return [f"FAIL {head}", f"  expected {failure[0]}", f"    seen {failure[1]}"]
 
 
 def junit_xml(results: Sequence[TestResult]) -> str:
     """The results as JUnit XML (one testsuite, one testcase per run)."""
     s = summary(results)
+    budgets = heard_budgets(results)
     suite = ET.Element(
         "testsuite",
         name="fishtalk",
-        tests=str(s["total"]),
-        failures=str(s["failed"]),
+        tests=str(s["total"] + len(budgets)),
+        failures=str(s["failed"] + sum(not b.passed for b in budgets)),
         errors=str(s["errors"]),
         time=f"{sum(r.duration for r in results):.3f}",
     )
@@ -70,6 +86,15 @@ def junit_xml(results: Sequence[TestResult]) -> str:
             name=r.label,
             time=f"{r.duration:.3f}",
         )
+        if r.heard:
+            props = ET.SubElement(case, "properties")
+            for turn in r.heard:
+                value = (
+                    f"{turn.heard * 1000.0:.1f} ms"
+                    if turn.heard is not None
+                    else f"no figure: {turn.incomplete or 'not measured'}"
+                )
+                ET.SubElement(props, "property", name=f"heard {turn.where}", value=value)
         if r.status == "failed":
             first = r.failures[0]
             node = ET.SubElement(
@@ -79,6 +104,14 @@ def junit_xml(results: Sequence[TestResult]) -> str:
         elif r.status == "error":
             node = ET.SubElement(case, "error", message=r.error or "error")
             node.text = r.error
+    for budget in budgets:
+        case = ET.SubElement(
+            suite, "testcase", classname=budget.path or "fishtalk", name=budget.label, time="0.000"
+        )
+        failure = budget.failure
+        if failure is not None:
+            node = ET.SubElement(case, "failure", message=f"expected {failure[0]}")
+            node.text = "\n".join(budget_lines(budget)[1:])
     ET.indent(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode")
 

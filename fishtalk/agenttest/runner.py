@@ -16,8 +16,9 @@ import logging
 import math
 import re
 import time
+from bisect import bisect_right
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -97,6 +98,48 @@ class SeenCall:
         return f"{self.name}({params}) [{'client' if self.client else self.source}]"
 
 
+INCOMPLETE_WHY: Final[Mapping[str, str]] = {
+    "text-only": "the reply came as text: set text_only = false for spoken replies",
+    "no audio": "the reply came without audio",
+    "no user turn": "the agent spoke without a user turn to measure from",
+    "interrupted": "the reply was cut off before it was heard",
+    "ended": "the session ended before the reply was heard",
+    "not heard": "the reply's audio arrived but never reached the output",
+    "not measured": "fishtalk measured nothing for this turn",
+}
+"""What each reason for a missing heard figure means, for failure reports."""
+
+
+@dataclass(frozen=True)
+class HeardTurn:
+    """One ``say``/``speak`` turn's heard latency, or why there is none."""
+
+    where: str
+    """``turn 2 (say 'hi')``."""
+    heard: float | None
+    """Seconds from the end of the user's turn to the reply heard."""
+    incomplete: str | None = None
+    """Why there is no figure (a :data:`~fishtalk.conversation.latency.Incomplete` reason,
+    or ``not measured`` when no waterfall covered the turn)."""
+    waterfall: Mapping[str, object] | None = None
+    """The turn's waterfall (:meth:`~fishtalk.conversation.Waterfall.to_dict`), if any."""
+
+    def missing(self) -> str:
+        """Why there is no figure, for a failure report: ``text-only (the reply ...)``."""
+        reason = self.incomplete or "not measured"
+        why = INCOMPLETE_WHY.get(reason)
+        return f"{reason} ({why})" if why else reason
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON: where, the heard figure in ms, why missing, and the waterfall."""
+        return {
+            "turn": self.where,
+            "heard_ms": None if self.heard is None else round(self.heard * 1000.0, 1),
+            "incomplete": None if self.heard is not None else self.incomplete or "not measured",
+            "waterfall": dict(self.waterfall) if self.waterfall is not None else None,
+        }
+
+
 @dataclass
 class TestResult:
     """How one run of one test file went."""
@@ -115,6 +158,11 @@ class TestResult:
     duration: float = 0.0
     first_text: list[float] = field(default_factory=list)
     """Per ``say``/``listen`` turn: seconds until the agent's first text."""
+    heard: list[HeardTurn] = field(default_factory=list)
+    """Per ``say``/``speak`` turn: its heard latency (or why there is none)."""
+    p95_heard: float | None = None
+    """The file's ``p95_heard`` budget when it is checked across runs (``--repeat``), not in
+    this run (see :func:`heard_budgets`)."""
     transcript: list[str] = field(default_factory=list)
     tool_calls: list[str] = field(default_factory=list)
     end_reason: str | None = None
@@ -143,6 +191,7 @@ class TestResult:
             "error": self.error,
             "exit_code": self.exit_code,
             "first_text": [round(v, 3) for v in self.first_text],
+            "heard": [h.to_dict() for h in self.heard],
             "transcript": self.transcript,
             "tool_calls": self.tool_calls,
             "end_reason": self.end_reason,
@@ -293,6 +342,8 @@ def check(
     first_text: float | None,
     latencies: Sequence[float] = (),
     interrupted: bool = False,
+    heard: Sequence[HeardTurn] = (),
+    pooled: bool = False,
 ) -> list[Failure]:
     """The expectations of ``expect`` that what was seen does not meet."""
     failures: list[Failure] = []
@@ -367,7 +418,40 @@ def check(
                     f"p95 first text within {expect.p95_first_text:g} s",
                     f"p95 first text: {p95:.2f} s over {len(latencies)} turn(s)",
                 )
+    if expect.max_heard is not None:
+        for turn in heard:
+            label = f"{turn.where}: " if turn.where != where else ""
+            if turn.heard is None:
+                fail(
+                    f"heard within {expect.max_heard:g} s",
+                    f"{label}no heard figure: {turn.missing()}",
+                )
+            elif turn.heard > expect.max_heard:
+                fail(f"heard within {expect.max_heard:g} s", f"{label}heard: {turn.heard:.3f} s")
+    if expect.p95_heard is not None and not pooled:
+        check_p95 = p95_heard_check(expect.p95_heard, heard)
+        if check_p95 is not None:
+            fail(*check_p95)
     return failures
+
+
+def p95_heard_check(budget: float, turns: Sequence[HeardTurn]) -> tuple[str, str] | None:
+    """``(expected, seen)`` when the 95th percentile of ``turns``' heard latency is over
+    ``budget`` or some turn has no heard figure; None when the budget holds."""
+    expected = f"p95 heard within {budget:g} s"
+    missing = [t for t in turns if t.heard is None]
+    if missing:
+        seen = "; ".join(f"{t.where}: no heard figure: {t.missing()}" for t in missing[:5])
+        if len(missing) > 5:
+            seen += f"; and {len(missing) - 5} more"
+        return expected, seen
+    values = [t.heard for t in turns if t.heard is not None]
+    if not values:
+        return expected, "no say or speak turn was measured"
+    p95 = percentile(values, 95)
+    if p95 > budget:
+        return expected, f"p95 heard: {p95:.3f} s over {len(values)} turn(s)"
+    return None
 
 
 def _call_matches(want: ToolCall, call: SeenCall) -> bool:
@@ -421,12 +505,18 @@ async def run_test(
     *,
     run: int = 1,
     on_session: Callable[[AgentSession], None] | None = None,
+    pooled: bool = False,
 ) -> TestResult:
     """Run ``test`` once against ``target``; never raises for what the agent does (that is
-    a failure), and catches :class:`FishtalkError` from the session API (``error``)."""
+    a failure), and catches :class:`FishtalkError` from the session API (``error``).
+
+    ``pooled``: the file's ``p95_heard`` is checked across its runs (:func:`heard_budgets`),
+    not in this one."""
     from fishtalk.agent_session import AgentSession
 
     result = TestResult(test.name, test.path, run=run)
+    if pooled:
+        result.p95_heard = test.expect.p95_heard
     started = time.monotonic()
     agent_id = target.agent_id or test.agent or target.fallback_agent
     if not agent_id:
@@ -438,7 +528,9 @@ async def run_test(
     declared = set(test.tools)
     mic: WavMicrophone | None = None
     clips: dict[str, bytes] = {}
-    if any(t.speak is not None for t in test.turns):
+    if any(t.speak is not None for t in test.turns) or test.heard_budget:
+        # Spoken turns need the WAV microphone; heard budgets need an audio path for the
+        # agent's replies (the same backend: silence in, replies out to nowhere).
         from fishtalk.agenttest.wavmic import WavError, WavMicrophone, load_wav
 
         mic = WavMicrophone()
@@ -539,6 +631,9 @@ async def run_test(
         f"{'you' if s.role == 'user' else s.role}: {s.text}" for s in state.transcript if s.text
     ]
     result.tool_calls = [c.describe() for c in recorder.calls(recorder.events)]
+    by_window = _waterfalls(
+        [window.start_time for _, _, window in windows], state.latency.turns, state.latency.open
+    )
     for name in dict.fromkeys(recorder.undeclared):
         failures.append(
             Failure(
@@ -548,13 +643,17 @@ async def run_test(
                 f"add [tools.{name}] with a result or an error",
             )
         )
-    for turn, where, window in windows:
+    for index, (turn, where, window) in enumerate(windows):
         events = recorder.window(window)
         since = window.sent_at or window.start_time
         replying = turn.action in ("say", "speak", "listen")
         first = _first_text(events, since) if replying else None
         if first is not None:
             result.first_text.append(first)
+        heard: list[HeardTurn] = []
+        if turn.action in ("say", "speak"):
+            heard.append(_heard_turn(where, by_window.get(index)))
+            result.heard.extend(heard)
         failures.extend(
             check(
                 turn.expect,
@@ -566,6 +665,7 @@ async def run_test(
                 end_reason=state.end_reason,
                 first_text=first,
                 interrupted=_cut_short(events),
+                heard=heard,
             )
         )
     failures.extend(
@@ -580,12 +680,39 @@ async def run_test(
             first_text=result.first_text[0] if result.first_text else None,
             latencies=result.first_text,
             interrupted=_cut_short(recorder.events),
+            heard=result.heard,
+            pooled=pooled,
         )
     )
     result.failures = failures
     result.status = "failed" if failures else "passed"
     result.duration = time.monotonic() - started
     return result
+
+
+def _waterfalls(
+    starts: Sequence[float], closed: Sequence[conv.Waterfall], open_: conv.Waterfall | None
+) -> dict[int, conv.Waterfall]:
+    """Each turn's waterfall, keyed by its window's index: the turn whose window the user's
+    turn ended in (the session clock is the monotonic clock the windows are marked on); of
+    several in one window (a spoken clip heard as two turns), the last. Unprompted turns
+    (the agent speaking with no user turn before it) belong to no user turn."""
+    found: dict[int, conv.Waterfall] = {}
+    for waterfall in (*closed, *((open_,) if open_ is not None else ())):
+        if waterfall.kind == "unprompted":
+            continue
+        index = bisect_right(starts, waterfall.user_ended_at) - 1
+        if index >= 0:
+            found[index] = waterfall
+    return found
+
+
+def _heard_turn(where: str, waterfall: conv.Waterfall | None) -> HeardTurn:
+    if waterfall is None:
+        return HeardTurn(where, None, "not measured")
+    heard = waterfall.heard
+    reason = None if heard is not None else waterfall.incomplete or "not heard"
+    return HeardTurn(where, heard, reason, waterfall.to_dict())
 
 
 def _cut_short(events: Sequence[tuple[float, conv.Change]]) -> bool:
@@ -765,7 +892,9 @@ async def run_tests(
                 on_start(test, run)
 
         async with gate:
-            result = await run_test(test, target, run=run, on_session=started)
+            result = await run_test(
+                test, target, run=run, on_session=started, pooled=options.repeat > 1
+            )
         results[index] = result
         if on_result is not None:
             on_result(result)
@@ -797,12 +926,79 @@ async def sim_target(
         yield Target(agent_id, api_url=handle.api_url, api_key=handle.dev_key, timeouts=timeouts)
 
 
+@dataclass(frozen=True)
+class HeardBudget:
+    """A file's ``p95_heard`` checked across all its runs (``--repeat``)."""
+
+    name: str
+    path: str
+    budget: float
+    runs: int
+    turns: list[HeardTurn]
+    """Every ``say``/``speak`` turn of those runs (``where`` names the run)."""
+
+    @property
+    def failure(self) -> tuple[str, str] | None:
+        """``(expected, seen)`` when the budget does not hold."""
+        return p95_heard_check(self.budget, self.turns)
+
+    @property
+    def passed(self) -> bool:
+        """Whether the budget holds."""
+        return self.failure is None
+
+    @property
+    def p95(self) -> float | None:
+        """The 95th percentile of the measured turns, seconds."""
+        values = [t.heard for t in self.turns if t.heard is not None]
+        return percentile(values, 95) if values else None
+
+    @property
+    def label(self) -> str:
+        """``NAME: heard p95 over N runs``."""
+        return f"{self.name}: heard p95 over {self.runs} runs"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON."""
+        p95 = self.p95
+        failure = self.failure
+        return {
+            "name": self.name,
+            "path": self.path,
+            "budget_ms": round(self.budget * 1000.0, 1),
+            "runs": self.runs,
+            "turns": len(self.turns),
+            "measured": sum(t.heard is not None for t in self.turns),
+            "p95_ms": None if p95 is None else round(p95 * 1000.0, 1),
+            "passed": failure is None,
+            "failure": None if failure is None else {"expected": failure[0], "seen": failure[1]},
+        }
+
+
+def heard_budgets(results: Sequence[TestResult]) -> list[HeardBudget]:
+    """The ``p95_heard`` budgets checked across runs: one per repeated file that has one,
+    over the turns of its runs that ran (an API failure is an error of its own)."""
+    groups: dict[str, list[TestResult]] = {}
+    for r in results:
+        if r.p95_heard is not None and r.status != "error":
+            groups.setdefault(r.path or r.name, []).append(r)
+    budgets = []
+    for key, runs in groups.items():
+        turns = [replace(t, where=f"run {r.run}, {t.where}") for r in runs for t in r.heard]
+        budget = runs[0].p95_heard
+        assert budget is not None
+        budgets.append(HeardBudget(runs[0].name, key, budget, len(runs), turns))
+    return budgets
+
+
 def summary(results: Sequence[TestResult]) -> Mapping[str, Any]:
-    """Counts, pass rate per test, and first-text latency percentiles."""
+    """Counts, pass rate per test, first-text and heard latency percentiles, and the heard
+    budgets checked across runs."""
     per: dict[str, list[bool]] = {}
     for r in results:
         per.setdefault(r.path or r.name, []).append(r.passed)
     latencies = [v for r in results for v in r.first_text]
+    heard = [t.heard for r in results for t in r.heard if t.heard is not None]
     return {
         "total": len(results),
         "passed": sum(r.passed for r in results),
@@ -811,4 +1007,7 @@ def summary(results: Sequence[TestResult]) -> Mapping[str, Any]:
         "pass_rate": {k: sum(v) / len(v) for k, v in per.items()},
         "first_text_p50": percentile(latencies, 50) if latencies else None,
         "first_text_p95": percentile(latencies, 95) if latencies else None,
+        "heard_p50": percentile(heard, 50) if heard else None,
+        "heard_p95": percentile(heard, 95) if heard else None,
+        "heard_budgets": [b.to_dict() for b in heard_budgets(results)],
     }

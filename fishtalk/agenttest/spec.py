@@ -54,7 +54,16 @@ import tomllib
 from pathlib import Path
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from fishtalk.errors import EXIT_USAGE, FishtalkError
 
@@ -106,6 +115,12 @@ class Expect(_Model):
     ``no_errors``: no error event. ``end_reason`` (session). ``max_first_text``: seconds
     from the turn to the agent's first text; ``p95_first_text`` (session): the 95th
     percentile of the turns' first-text latency.
+    Heard latency (the end of the user's turn to the agent heard, measured at the client;
+    only ``say`` and ``speak`` turns have one): ``max_heard``: seconds, for the turn (or,
+    under ``[expect]``, for every ``say``/``speak`` turn); ``p95_heard`` (session only):
+    the 95th percentile over the ``say``/``speak`` turns, across all runs with
+    ``--repeat``. A turn without a heard figure (e.g. a text-only reply) fails a heard
+    budget, naming why.
     """
 
     contains: list[str] | None = None
@@ -123,6 +138,8 @@ class Expect(_Model):
     end_reason: str | None = None
     max_first_text: float | None = Field(default=None, gt=0)
     p95_first_text: float | None = Field(default=None, gt=0)
+    max_heard: float | None = Field(default=None, gt=0)
+    p95_heard: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="before")
     @classmethod
@@ -197,6 +214,16 @@ class Turn(_Model):
             )
         if self.interrupt_after is not None and actions[0] not in ("say", "speak"):
             raise ValueError("interrupt_after goes with a say or speak turn")
+        if self.expect.max_heard is not None and actions[0] not in ("say", "speak"):
+            raise ValueError(
+                "expect.max_heard goes with a say or speak turn (only a user turn has a "
+                "heard latency)"
+            )
+        if self.expect.p95_heard is not None:
+            raise ValueError(
+                "expect.p95_heard goes in the file's [expect]: it is over all the say and "
+                "speak turns (and all runs with --repeat)"
+            )
         if self.wait_for_event is not None:
             from fishtalk.events import KINDS
 
@@ -257,6 +284,26 @@ class TestFile(_Model):
     turns: list[Turn] = Field(min_length=1)
     expect: Expect = Field(default_factory=Expect)
     path: str = ""
+
+    @field_validator("expect")
+    @classmethod
+    def _heard_needs_a_user_turn(cls, expect: Expect, info: ValidationInfo) -> Expect:
+        turns = info.data.get("turns")
+        if turns is None or (expect.max_heard is None and expect.p95_heard is None):
+            return expect
+        if not any(t.action in ("say", "speak") for t in turns):
+            key = "max_heard" if expect.max_heard is not None else "p95_heard"
+            raise ValueError(f"{key} needs a say or speak turn to measure")
+        return expect
+
+    @property
+    def heard_budget(self) -> bool:
+        """Whether any expectation is a heard-latency budget."""
+        return (
+            self.expect.max_heard is not None
+            or self.expect.p95_heard is not None
+            or any(t.expect.max_heard is not None for t in self.turns)
+        )
 
 
 _SYNTAX_LINE = re.compile(r"\(at line (\d+), column \d+\)")
@@ -373,6 +420,7 @@ expect.max_first_text = 10    # seconds until its first text
 [[turns]]
 say = "Hello there"           # a typed turn; waits for the agent's reply
 expect.contains = "hello"     # case and punctuation do not matter
+# expect.max_heard = 1.5      # seconds until its reply is heard (needs text_only = false)
 # expect.regex = "hello|hi"
 # expect.one_of = ["You said: hello there", "Hi!"]
 # expect.tool_called = { name = "lookup_order", params = { id = "42" } }

@@ -21,7 +21,7 @@ from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
@@ -40,6 +40,7 @@ from fishtalk.tui.screens.ended import EndedScreen, Summary
 from fishtalk.tui.screens.help import HelpScreen
 from fishtalk.tui.session_like import SessionLike
 from fishtalk.tui.widgets.inspector import Inspector
+from fishtalk.tui.widgets.latency import HeardP50
 from fishtalk.tui.widgets.message_input import MessageInput, to_box
 from fishtalk.tui.widgets.meters import LevelMeters
 from fishtalk.tui.widgets.status import AgentIndicator, ConnectionStatus, ModeFlags, SessionClock
@@ -129,6 +130,7 @@ class FishtalkApp(App[int]):
         self._transcript = Transcript(id="transcript")
         self._tools = ToolPanel(id="tools")
         self._agent = AgentIndicator(id="agent-state")
+        self._heard = HeardP50(id="heard-p50")
         self._connection = ConnectionStatus(id="connection")
         self._clock_view = SessionClock(id="clock")
         self._flags = ModeFlags(id="flags")
@@ -155,7 +157,9 @@ class FishtalkApp(App[int]):
             yield self._tools
         yield self._inspector
         with Horizontal(id="statusbar"):
-            yield self._agent
+            with Vertical(id="status-left"):
+                yield self._agent
+                yield self._heard
             yield self._flags
             yield self._meters
         yield self._input
@@ -225,6 +229,7 @@ class FishtalkApp(App[int]):
         self._transcript.show(state)
         self._tools.show(state.tool_log, now, ended=state.ended)
         self._agent.show(state)
+        self._heard.show(state)
         self._connection.show(state)
         self._clock_view.show(state, now)
         audio = self.has_audio

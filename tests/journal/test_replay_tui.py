@@ -28,6 +28,7 @@ from fishtalk.journal.replay_session import ReplaySession
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.replay import REPLAY_KEYS, ReplayApp
 from fishtalk.tui.screens.help import HelpScreen
+from fishtalk.tui.widgets.latency import Badges
 from fishtalk.tui.widgets.tools import ToolPanel
 from fishtalk.tui.widgets.transcript import Transcript, render_segment
 
@@ -50,7 +51,7 @@ async def test_replay_ends_with_the_transcript_and_tool_cards_of_the_session() -
         assert app.drawn_state is session.state
         final = [s for _, s in states(journal)][-1]
         transcript = app.query_one(Transcript)
-        expected = [render_segment(seg).plain for seg in final.transcript]
+        expected = transcript_of(final)
         assert transcript.plain_items() == expected
         items = "\n".join(transcript.plain_items())
         assert "hello journal" in items
@@ -117,7 +118,11 @@ def shown_transcript(app: ReplayApp) -> list[str]:
 
 
 def transcript_of(state: conv.State) -> list[str]:
-    return [render_segment(seg).plain for seg in state.transcript]
+    """The segments as the transcript shows them, each agent turn with its latency badge."""
+    badges = Badges()
+    badges.update(state.latency)
+    marks = badges.by_segment
+    return [render_segment(seg, badge=marks.get(seg.segment_id)).plain for seg in state.transcript]
 
 
 def stretched(tmp_path: Path, factor: float) -> Path:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from textual.message import Message
 from textual.pilot import Pilot
 
 from fishtalk import conversation as c
 from fishtalk.audio.base import NullAudio
+from fishtalk.conversation.latency import Incomplete
 from fishtalk.protocol import (
     ATTR_AGENT_STATE,
     ClientToolCall,
@@ -138,3 +141,42 @@ def make_app(session: ScriptedSession, **kw: object) -> FishtalkApp:
     }
     options.update(kw)
     return FishtalkApp(session, **options)
+
+
+class LatencySession(ScriptedSession):
+    """The scripted session, plus a way to put a synthetic ``State.latency`` in place (the
+    TUI's latency tests draw given waterfalls, whatever the reducer would measure)."""
+
+    def set_latency(self, latency: c.Latency) -> c.State:
+        """Replace the state's latency part and notify the listeners, as a reduction does."""
+        self._state = replace(self._state, latency=latency)
+        for listener in list(self._listeners):
+            listener(self._state)
+        return self._state
+
+
+def measured(turn: int, segment: str, heard: float, *, at: float = 10.0) -> c.Waterfall:
+    """A closed typed turn whose agent reply (``segment``) was heard ``heard`` s after."""
+    return c.Waterfall(
+        turn=turn,
+        kind="typed",
+        user_ended_at=at,
+        segment_id=segment,
+        thinking_at=at + 0.05,
+        first_text_at=at + heard / 2,
+        audio_received_at=at + heard - 0.03,
+        audio_handed_at=at + heard - 0.02,
+        output_latency=0.02,
+    )
+
+
+def unmeasured(turn: int, segment: str, reason: Incomplete, *, at: float = 20.0) -> c.Waterfall:
+    """A closed turn without a heard figure, and why."""
+    return c.Waterfall(
+        turn=turn,
+        kind="typed",
+        user_ended_at=at,
+        segment_id=segment,
+        first_text_at=at + 0.3,
+        incomplete=reason,
+    )

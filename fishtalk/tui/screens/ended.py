@@ -15,6 +15,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from fishtalk.conversation import State, describe_end_reason
+from fishtalk.conversation.latency import Summary as LatencySummary
+from fishtalk.conversation.latency import summarize, summary_text
 from fishtalk.tui.safe import clean
 from fishtalk.tui.widgets.status import format_duration
 
@@ -35,6 +37,8 @@ class Summary:
     exit_code: int
     connected: bool = True
     """Whether the session ever connected (else there is nothing to count)."""
+    latency: LatencySummary | None = None
+    """Heard latency over the call's turns (None: no user turn to measure from)."""
 
     @classmethod
     def from_state(cls, state: State, *, reason: str | None, exit_code: int) -> Summary:
@@ -45,6 +49,10 @@ class Summary:
         live_user = sum(1 for s in said if s.role == "user")
         user = live_user + state.earlier_user_turns
         agent = len(said) - live_user + state.earlier_agent_turns
+        turns = state.latency.turns
+        last = state.latency.open
+        if last is not None and last.heard is not None:
+            turns = (*turns, last)
         ok = ("completed", "ok", "running")
         failures = sum(1 for c in state.tools if c.display_status not in ok)
         return cls(
@@ -59,6 +67,7 @@ class Summary:
             duration=state.clock.elapsed(),
             exit_code=exit_code,
             connected=state.clock.connected_at is not None,
+            latency=summarize(turns) if any(t.kind != "unprompted" for t in turns) else None,
         )
 
     def stats(self) -> str:
@@ -72,9 +81,18 @@ class Summary:
             parts.append(_count(self.errors, "error"))
         return " · ".join(parts)
 
+    def latency_line(self) -> str | None:
+        """Heard latency over the call in words (``latency: p50 0.82 s, p95 1.20 s, worst
+        1.31 s (turn 4); ...``, or that no turn was measured), or None when the call had
+        no user turn to measure from."""
+        if self.latency is None:
+            return None
+        return clean(summary_text(self.latency))
+
     def line(self) -> str:
         """The summary as one plain line for the normal screen after the app exits, e.g.
-        ``call ended — you hung up · 0:47 · 3 turns · 2 tools``.
+        ``call ended — you hung up · 0:47 · 3 turns · 2 tools``, then the heard latency
+        when a turn was measured (``· latency: p50 0.82 s, p95 1.20 s, worst ...``).
 
         A session that never connected had no call to speak of: just its sentence.
         """
@@ -85,7 +103,10 @@ class Summary:
         if reason[:1].isupper() and not reason[1:2].isupper():
             reason = reason[0].lower() + reason[1:]
         head = f"call ended — {reason}" if reason else "call ended"
-        return f"{head} · {self.stats()}"
+        # The one line carries figures only: "no measured turns" stays on the ended screen.
+        heard = self.latency_line() if self.latency and self.latency.measured else None
+        tail = f" · {heard}" if heard else ""
+        return f"{head} · {self.stats()}{tail}"
 
 
 def _count(n: int, noun: str) -> str:
@@ -116,6 +137,9 @@ class EndedScreen(ModalScreen[None]):
         table.add_row("tools", tools)
         if s.errors:
             table.add_row("errors", str(s.errors))
+        heard = s.latency_line()
+        if heard:
+            table.add_row("latency", Text(heard.removeprefix("latency: ")))
         with Vertical(id="ended-box"):
             yield Static(Text("■ Session ended", style="bold"), id="ended-title")
             yield Static(Text(clean(s.reason_text)), id="ended-reason")

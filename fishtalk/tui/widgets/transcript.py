@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import ClassVar, Generic, TypeAlias, TypeVar
 
 from rich.cells import cell_len
+from rich.console import Console
 from rich.segment import Segment as RichSegment
 from rich.style import Style
 from rich.text import Text
@@ -33,6 +34,7 @@ from textual.strip import Strip
 
 from fishtalk.conversation import LOG_CHUNK, ErrorEntry, Log, Segment, State
 from fishtalk.tui.safe import safe_text
+from fishtalk.tui.widgets.latency import Badges
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -334,12 +336,15 @@ def log_changes(previous: Log[K] | None, current: Log[K]) -> Iterator[tuple[int,
             yield start + i, item
 
 
-def render_segment(seg: Segment, *, ended: bool = False, no_color: bool = False) -> Text:
+def render_segment(
+    seg: Segment, *, ended: bool = False, no_color: bool = False, badge: str | None = None
+) -> Text:
     """One transcript segment as inert text: who, what, and its live/interim/cut marks.
 
     ``ended``: the session is over, so a typed turn still queued was never sent.
     ``no_color``: ``NO_COLOR`` is set; who speaks is told by weight, reverse video and
     glyphs (the monochrome filter would turn a coloured label into grey on grey).
+    ``badge``: an agent turn's latency badge (plain text, shown dim at the end).
     """
     text = Text(overflow="fold")
     if seg.role == "user":
@@ -371,6 +376,35 @@ def render_segment(seg: Segment, *, ended: bool = False, no_color: bool = False)
         text.append("  (not sent)" if ended else "  (queued)", style="dim italic")
     if seg.typed and seg.audio is False:
         text.append("  ·text reply", style="dim")
+    if badge and seg.role == "agent":
+        text.append_text(badge_piece(badge))
+    return text
+
+
+BADGE_GLYPH = "◷"
+"""Marks a turn's latency badge (the words are ``latency.badge``'s)."""
+_AGENT_INDENT = cell_len("agent ▸ ")
+
+
+def badge_piece(badge: str) -> Text:
+    """An agent turn's latency badge as it follows the text: dim, literal."""
+    return Text(f"  {BADGE_GLYPH} {badge}", style="dim", no_wrap=True)
+
+
+def with_badge(text: Text, badge: str, console: Console, width: int) -> Text:
+    """``text`` (an agent segment) with its badge at the end, kept in one piece: when it
+    does not fit on the last line at ``width`` it goes on a line of its own, indented."""
+    piece = badge_piece(badge)
+    plain = text.plain
+    if width <= 0 or ("\n" not in plain and cell_len(plain) + piece.cell_len <= width):
+        text.append_text(piece)
+        return text
+    last = text.wrap(console, width)[-1]
+    if last.cell_len + piece.cell_len <= width:
+        text.append_text(piece)
+    else:
+        text.append("\n" + " " * _AGENT_INDENT)
+        text.append_text(piece[2:])
     return text
 
 
@@ -428,6 +462,8 @@ class Transcript(TranscriptView[TranscriptItem]):
         self._dropped_segments = 0
         """Segments the reducer dropped (``State.earlier_segments``) at the last update."""
         self._live_segments = 0
+        self._badges = Badges()
+        """Agent segment id -> its latency badge (from ``State.latency``)."""
         super().__init__(
             self._item_text,
             max_items=max_items,
@@ -439,7 +475,14 @@ class Transcript(TranscriptView[TranscriptItem]):
         if isinstance(item, ErrorEntry):
             return render_error(item)
         no_color = self.is_attached and self.app.no_color
-        return render_segment(item, ended=self._ended, no_color=no_color)
+        text = render_segment(item, ended=self._ended, no_color=no_color)
+        badge = self._badges.by_segment.get(item.segment_id) if item.role == "agent" else None
+        if badge is None:
+            return text
+        if not self.is_attached:
+            text.append_text(badge_piece(badge))
+            return text
+        return with_badge(text, badge, self.app.console, self._wrap_width)
 
     def show(self, state: State) -> None:
         """Show the state's transcript, its errors in place (costs what changed)."""
@@ -449,9 +492,16 @@ class Transcript(TranscriptView[TranscriptItem]):
         if previous is not None and log.dropped < previous.dropped:
             previous = None  # another conversation: start again
             self._restart()
-        if log is previous and (not state.errors or state.errors[-1] is self._seen_error):
+        badged = self._badges.update(state.latency)
+        if (
+            log is previous
+            and not badged
+            and (not state.errors or state.errors[-1] is self._seen_error)
+        ):
             return
         follow = self._at_bottom()
+        if badged:
+            self._rebadge(badged)
         self._seg_log = log
         self._dropped_segments = log.dropped
         self._live_segments = len(log)
@@ -477,6 +527,20 @@ class Transcript(TranscriptView[TranscriptItem]):
             self._drop_front(excess)
         self._hidden = self._hidden_segments()
         self._update(follow)
+
+    def _rebadge(self, segment_ids: list[str]) -> None:
+        """Re-render the held agent segments whose badge changed (newest first: a badge
+        nearly always belongs to one of the last few segments)."""
+        wanted = set(segment_ids)
+        sources = self._sources
+        for index in range(len(sources) - 1, -1, -1):
+            item = sources[index]
+            if isinstance(item, Segment) and item.role == "agent" and item.segment_id in wanted:
+                self._strips[index] = None
+                self._stale = min(self._stale, index)
+                wanted.discard(item.segment_id)
+                if not wanted:
+                    return
 
     def _add_segment(self, position: int, segment: Segment) -> None:
         """A new segment goes after the newest one, and after the errors since then that
@@ -520,6 +584,7 @@ class Transcript(TranscriptView[TranscriptItem]):
         self._at.clear()
         self._first_seg = self._last_seg = -1
         self._seen_error = None
+        self._badges.clear()
 
     def set_ended(self, ended: bool) -> None:
         """The session ended: queued typed turns now read as not sent."""
@@ -540,12 +605,15 @@ def _since(items: tuple[ErrorEntry, ...], seen: ErrorEntry | None) -> tuple[Erro
 
 
 __all__ = [
+    "BADGE_GLYPH",
     "DEFAULT_MAX_ITEMS",
     "Transcript",
     "TranscriptItem",
     "TranscriptView",
+    "badge_piece",
     "log_changes",
     "merge_errors",
     "render_error",
     "render_segment",
+    "with_badge",
 ]
