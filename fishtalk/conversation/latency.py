@@ -316,7 +316,8 @@ class Summary:
     """Heard latency over a call: p50, p95 and the worst turn (``None`` with no figures)."""
 
     turns: int
-    """Turns closed."""
+    """Turns closed that answered the user (an *unprompted* turn, such as the greeting,
+    has nothing to measure from and is not counted)."""
     measured: int
     """Of those, turns with a heard figure."""
     p50: float | None
@@ -346,7 +347,8 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def summarize(turns: Sequence[Waterfall]) -> Summary:
-    """p50, p95 and the worst of the turns' heard figures."""
+    """p50, p95 and the worst of the turns' heard figures (unprompted turns left out)."""
+    turns = [t for t in turns if t.kind != "unprompted"]
     measured = [t for t in turns if t.heard is not None]
     heard = [t.heard for t in measured if t.heard is not None]
     worst = max(measured, key=lambda t: t.heard or 0.0) if measured else None

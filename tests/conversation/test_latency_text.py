@@ -88,6 +88,15 @@ def test_summary_text_gives_p50_p95_and_the_worst_turn() -> None:
     assert one == "latency: p50 0.40 s, p95 0.40 s, worst 0.40 s (turn 1); 1 turn"
 
 
+def test_summary_leaves_out_unprompted_turns() -> None:
+    greeting = c.Waterfall(
+        turn=1, kind="unprompted", user_ended_at=1.0, first_text_at=1.0, incomplete="no user turn"
+    )
+    summary = c.summarize([greeting, heard_turn(2, 0.6)])
+    assert (summary.turns, summary.measured) == (1, 1)
+    assert c.summary_text(summary).endswith("; 1 turn")
+
+
 def test_summary_text_with_no_measured_turns() -> None:
     assert c.summary_text(c.summarize([])) == "latency: no measured turns"
     assert c.summary_text(c.summarize([text_only_turn()])) == "latency: no measured turns"
