@@ -1037,11 +1037,10 @@ def _lat_unprompted(r: _Step, at: float) -> Waterfall | None:
         began = _reply_began(lat.turns[-1])
         if final is None or (began is not None and final <= began):
             return None  # more of the last reply (another segment): not a new turn
-    w = _lat_open_turn(r, "unprompted", at, text_only=False)
-    if final is not None and final <= at:
-        w = _with(w, user_final_at=final)
-        _lat_set_open(r, w)
-    return w
+    # The user said something (a final transcript) that no end of speech was seen for:
+    # that transcript is the best end of their turn there is (and no mark precedes it).
+    start = final if final is not None and final <= at else at
+    return _lat_open_turn(r, "unprompted", start, text_only=False)
 
 
 def _lat_thinking(r: _Step, at: float) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fishtalk import conversation as c
@@ -439,6 +439,16 @@ def _check_waterfall(w: c.Waterfall) -> None:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mark_scripts(), st.booleans())
+@example(  # a user's final transcript, then the agent's audio with no end of speech seen
+    [
+        c.TranscriptStreamOpened(
+            stream_id="s-u1", segment_id="u1", identity="user-1", final=True, at=2.0
+        ),
+        c.TranscriptStreamChunk(stream_id="s-u1", segment_id="u1", text="word ", at=2.0),
+        c.LatencyMark(kind="audio_received", at=2.01),
+    ],
+    False,
+)
 def test_any_order_of_marks_keeps_the_waterfall_sound(script: list[c.Input], spoken: bool) -> None:
     s = ready(spoken)
     closed: list[c.Waterfall] = []
