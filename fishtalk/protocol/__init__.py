@@ -63,6 +63,7 @@ class _Message(BaseModel):
         strict=True,
         extra="allow",
         frozen=True,
+        defer_build=True,
     )
 
     @property
@@ -147,7 +148,7 @@ ToolEvent: TypeAlias = ToolStarted | ToolCompleted | ToolFailed
 class UnknownAgentEvent(BaseModel):
     """An agent event whose ``type`` this version does not know; ignored, but kept."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     type: str
     raw: dict[str, Any]
