@@ -27,6 +27,7 @@ so front ends may keep references to old ones safely.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
@@ -170,11 +171,43 @@ def reduce(state: State, inp: Input) -> Result:
 _T = TypeVar("_T")
 
 
-def _copy(obj: _T) -> _T:
-    """A shallow copy of a slotted dataclass (cheaper than ``dataclasses.replace``)."""
+_COPIERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _copier(cls: type) -> Callable[[Any], Any]:
+    """A function that copies an instance of the slotted class ``cls`` field by field,
+    written out once per class: each slot's descriptor is called directly, with no loop
+    over names and no ``getattr``/``object.__setattr__`` lookups per field (a copy of the
+    21-slot state takes about 40% of the time of the loop). Frozen dataclasses refuse
+    ``setattr``, but not their slots' descriptors."""
+    names: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
+    scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    lines = ["def copy(obj):", "    new = _new(_cls)"]
+    for i, name in enumerate(names):
+        if not name.isidentifier():  # not expected of a dataclass; keep the plain path
+            return _copy_slots
+        scope[f"_set{i}"] = getattr(cls, name).__set__
+        lines.append(f"    _set{i}(new, obj.{name})")
+    lines.append("    return new")
+    exec("\n".join(lines), scope)  # noqa: S102  # built from the class's own slot names
+    copy: Callable[[Any], Any] = scope["copy"]
+    return copy
+
+
+def _copy_slots(obj: _T) -> _T:
     new = object.__new__(type(obj))
     for name in type(obj).__slots__:  # type: ignore[attr-defined]
         object.__setattr__(new, name, getattr(obj, name))
+    return new
+
+
+def _copy(obj: _T) -> _T:
+    """A shallow copy of a slotted dataclass (cheaper than ``dataclasses.replace``)."""
+    cls = type(obj)
+    copier = _COPIERS.get(cls)
+    if copier is None:
+        copier = _COPIERS[cls] = _copier(cls)
+    new: _T = copier(obj)
     return new
 
 

@@ -1109,3 +1109,25 @@ def test_an_old_snapshot_stays_intact_when_reduced_again() -> None:
     assert a.segment("typed-101") != b.segment("typed-101")
     assert base.segment("typed-101") is None
     assert len(base.transcript) == 100
+
+
+def test_the_reducers_copy_is_a_shallow_copy_of_every_slot() -> None:
+    """The reducer's copy-on-write (a copier written out per class) copies every slot of
+    each state class it copies, and the copy is a new object the original does not see."""
+    import dataclasses
+    import importlib
+
+    red = importlib.import_module("fishtalk.conversation.reduce")  # the package's name is taken
+
+    state = c.initial_state()
+    for obj in (state, state._internal, state.clock, state.latency, state._internal.debug):
+        copy = red._copy(obj)
+        assert copy is not obj
+        assert type(copy) is type(obj)
+        names = type(obj).__slots__
+        assert names, type(obj)
+        assert all(getattr(copy, n) is getattr(obj, n) for n in names)
+        assert copy == obj
+        first = dataclasses.fields(obj)[0].name  # type: ignore[arg-type]
+        object.__setattr__(copy, first, object())
+        assert getattr(obj, first) is not getattr(copy, first)
