@@ -24,6 +24,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 
+import agent_process  # bench/agent_process.py, beside this script
 from livekit import rtc
 from pydantic import SecretStr
 
@@ -45,17 +46,63 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _grant(server: SimServer, identity: str) -> LiveKitGrant:
+def _grant(ws_url: str, token: str, identity: str) -> LiveKitGrant:
     return LiveKitGrant(
         session_id=f"bench-{identity}",
         expires_at=datetime.now(UTC) + timedelta(minutes=5),
         max_duration_seconds=3600,
-        livekit_url=server.ws_url,
-        token=SecretStr(server.mint_token(ROOM, identity)),
+        livekit_url=ws_url,
+        token=SecretStr(token),
     )
 
 
+IDENTITIES = dict(zip(SENDERS, ("user-api", "user-session", "user-bare"), strict=True))
+
+
+async def _senders(
+    ws_url: str, tokens: dict[str, str], arrivals: asyncio.Queue[tuple[str, float]]
+) -> dict[str, list[float]]:
+    bare = rtc.Room()
+    await bare.connect(ws_url, tokens["user-bare"])
+    session = Session(_grant(ws_url, tokens["user-session"], "user-session"), spoken=False)
+    ready = asyncio.Event()
+    session.add_listener(
+        lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
+    )
+    run = asyncio.ensure_future(session.run())
+    await asyncio.wait_for(ready.wait(), 20)
+    payload = p.encode_client_event(p.UserMessage(text="bench", audio=False))
+    api_grant = _grant(ws_url, tokens["user-api"], "user-api")
+
+    async with AgentSession(grant=api_grant, text_only=True) as api:
+
+        async def one(kind: str, n: int) -> float:
+            started = time.perf_counter()
+            if kind == SENDERS[0]:
+                await api.send_text(f"bench {n}")
+            elif kind == SENDERS[1]:
+                session.send_text(f"bench {n}")
+            else:
+                await bare.local_participant.publish_data(payload, topic=p.TOPIC_CLIENT_EVENT)
+            identity, arrived = await asyncio.wait_for(arrivals.get(), 10)
+            assert identity == IDENTITIES[kind], (identity, kind)
+            return arrived - started
+
+        results: dict[str, list[float]] = {name: [] for name in SENDERS}
+        for n in range(WARMUP + TRIALS):
+            order = SENDERS[n % 3 :] + SENDERS[: n % 3]
+            for kind in order:
+                took = await one(kind, n) * 1000
+                if n >= WARMUP:
+                    results[kind].append(took)
+    session.hangup()
+    await asyncio.wait_for(run, 10)
+    await bare.disconnect()
+    return results
+
+
 async def _measure() -> dict[str, list[float]]:
+    """The sim, the agent and the senders on one event loop."""
     async with SimServer() as server:
         arrivals: asyncio.Queue[tuple[str, float]] = asyncio.Queue()
         agent = rtc.Room()
@@ -67,45 +114,20 @@ async def _measure() -> dict[str, list[float]]:
         agent.on("data_received", on_data)
         await agent.connect(server.ws_url, server.mint_token(ROOM, "agent", kind="agent"))
         await agent.local_participant.set_attributes({p.ATTR_AGENT_STATE: "listening"})
+        tokens = {name: server.mint_token(ROOM, name) for name in IDENTITIES.values()}
+        try:
+            return await _senders(server.ws_url, tokens, arrivals)
+        finally:
+            await agent.disconnect()
 
-        bare = rtc.Room()
-        await bare.connect(server.ws_url, server.mint_token(ROOM, "user-bare"))
-        session = Session(_grant(server, "user-session"), spoken=False)
-        ready = asyncio.Event()
-        session.add_listener(
-            lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
-        )
-        run = asyncio.ensure_future(session.run())
-        await asyncio.wait_for(ready.wait(), 20)
-        payload = p.encode_client_event(p.UserMessage(text="bench", audio=False))
-        identities = dict(zip(SENDERS, ("user-api", "user-session", "user-bare"), strict=True))
 
-        async with AgentSession(grant=_grant(server, "user-api"), text_only=True) as api:
-
-            async def one(kind: str, n: int) -> float:
-                started = time.perf_counter()
-                if kind == SENDERS[0]:
-                    await api.send_text(f"bench {n}")
-                elif kind == SENDERS[1]:
-                    session.send_text(f"bench {n}")
-                else:
-                    await bare.local_participant.publish_data(payload, topic=p.TOPIC_CLIENT_EVENT)
-                identity, arrived = await asyncio.wait_for(arrivals.get(), 10)
-                assert identity == identities[kind], (identity, kind)
-                return arrived - started
-
-            results: dict[str, list[float]] = {name: [] for name in SENDERS}
-            for n in range(WARMUP + TRIALS):
-                order = SENDERS[n % 3 :] + SENDERS[: n % 3]
-                for kind in order:
-                    took = await one(kind, n) * 1000
-                    if n >= WARMUP:
-                        results[kind].append(took)
-        session.hangup()
-        await asyncio.wait_for(run, 10)
-        await bare.disconnect()
-        await agent.disconnect()
-        return results
+async def _measure_agent_process() -> dict[str, list[float]]:
+    """The sim and the agent in a child process (see bench/agent_process.py)."""
+    agent = await agent_process.start(list(IDENTITIES.values()))
+    try:
+        return await _senders(agent.ws_url, agent.tokens, agent.arrivals)
+    finally:
+        await agent.close()
 
 
 def _import_ms(code: str) -> list[float]:
@@ -117,25 +139,7 @@ def _import_ms(code: str) -> list[float]:
     return times
 
 
-def main() -> None:
-    """Measure and print the markdown section."""
-    load_before = os.getloadavg()[0]
-    results = asyncio.run(_measure())
-    load_after = os.getloadavg()[0]
-    imports = {
-        "python -c pass": _import_ms("pass"),
-        "import fishtalk": _import_ms("import fishtalk"),
-        "from fishtalk import AgentSession": _import_ms("from fishtalk import AgentSession"),
-    }
-    print("## agent_session")
-    print()
-    print(
-        f"A typed turn from the call until the agent's `data_received` fires, {TRIALS} trials "
-        "each after a warm-up, rotating senders, same sim, same agent, same process: "
-        "`await AgentSession.send_text` (the Python API), `Session.send_text` (the engine "
-        "under it) and the bare SDK `publish_data` of the same bytes."
-    )
-    print()
+def _table(results: dict[str, list[float]]) -> None:
     print("| sender | median ms | p95 ms | max ms |")
     print("|---|---:|---:|---:|")
     for name, values in results.items():
@@ -152,6 +156,36 @@ def main() -> None:
         f"Session / bare **{engine / bare:.2f}**, AgentSession / Session "
         f"**{api / engine:.2f}**."
     )
+
+
+def main() -> None:
+    """Measure and print the markdown section."""
+    load_before = os.getloadavg()[0]
+    one = asyncio.run(_measure())
+    apart = asyncio.run(_measure_agent_process())
+    load_after = os.getloadavg()[0]
+    imports = {
+        "python -c pass": _import_ms("pass"),
+        "import fishtalk": _import_ms("import fishtalk"),
+        "from fishtalk import AgentSession": _import_ms("from fishtalk import AgentSession"),
+    }
+    print("## agent_session")
+    print()
+    print(
+        f"A typed turn from the call until the agent's `data_received` fires, {TRIALS} trials "
+        "each after a warm-up, rotating senders, same sim, same agent: "
+        "`await AgentSession.send_text` (the Python API), `Session.send_text` (the engine "
+        "under it) and the bare SDK `publish_data` of the same bytes. Two set-ups, as in "
+        "*session*: the sim and the agent on the senders' loop, and in a process of their own."
+    )
+    print()
+    print("One process (sim, agent and senders on one loop):")
+    print()
+    _table(one)
+    print()
+    print("Sim and agent in their own process:")
+    print()
+    _table(apart)
     print()
     print(
         f"Load average (1 min) on this 2-core machine: {load_before:.1f} before, "

@@ -20,6 +20,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 
+import agent_process  # bench/agent_process.py, beside this script
 from livekit import rtc
 from pydantic import SecretStr
 
@@ -31,6 +32,7 @@ from fishtalk.sim.livekit.server import SimServer
 TRIALS = 200
 WARMUP = 10
 ROOM = "bench"
+IDENTITIES = ("user-session", "user-bare")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -38,7 +40,62 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _measure() -> tuple[list[float], list[float]]:
+async def _trials(
+    session: Session, bare: rtc.Room, arrivals: asyncio.Queue[tuple[str, float]]
+) -> tuple[list[float], list[float]]:
+    """Alternating trials (session first on even rounds, bare first on odd ones)."""
+    payload = p.encode_client_event(p.UserMessage(text="bench", audio=False))
+
+    async def one(kind: str, n: int) -> float:
+        started = time.perf_counter()
+        if kind == "session":
+            session.send_text(f"bench {n}")
+        else:
+            await bare.local_participant.publish_data(payload, topic=p.TOPIC_CLIENT_EVENT)
+        identity, arrived = await asyncio.wait_for(arrivals.get(), 10)
+        assert identity == ("user-session" if kind == "session" else "user-bare")
+        return arrived - started
+
+    session_ms: list[float] = []
+    bare_ms: list[float] = []
+    for n in range(WARMUP + TRIALS):
+        order = ("session", "bare") if n % 2 == 0 else ("bare", "session")
+        for kind in order:
+            took = await one(kind, n) * 1000
+            if n >= WARMUP:
+                (session_ms if kind == "session" else bare_ms).append(took)
+    return session_ms, bare_ms
+
+
+async def _senders(
+    ws_url: str, tokens: dict[str, str], arrivals: asyncio.Queue[tuple[str, float]]
+) -> tuple[list[float], list[float]]:
+    bare = rtc.Room()
+    await bare.connect(ws_url, tokens["user-bare"])
+    grant = LiveKitGrant(
+        session_id="bench",
+        expires_at=datetime.now(UTC) + timedelta(minutes=5),
+        max_duration_seconds=3600,
+        livekit_url=ws_url,
+        token=SecretStr(tokens["user-session"]),
+    )
+    session = Session(grant, spoken=False)
+    ready = asyncio.Event()
+    session.add_listener(
+        lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
+    )
+    run = asyncio.ensure_future(session.run())
+    await asyncio.wait_for(ready.wait(), 20)
+    try:
+        return await _trials(session, bare, arrivals)
+    finally:
+        session.hangup()
+        await asyncio.wait_for(run, 10)
+        await bare.disconnect()
+
+
+async def _measure_one_process() -> tuple[list[float], list[float]]:
+    """The sim, the agent and both senders on one event loop."""
     async with SimServer() as server:
         arrivals: asyncio.Queue[tuple[str, float]] = asyncio.Queue()
         agent = rtc.Room()
@@ -50,65 +107,23 @@ async def _measure() -> tuple[list[float], list[float]]:
         agent.on("data_received", on_data)
         await agent.connect(server.ws_url, server.mint_token(ROOM, "agent", kind="agent"))
         await agent.local_participant.set_attributes({p.ATTR_AGENT_STATE: "listening"})
-
-        bare = rtc.Room()
-        await bare.connect(server.ws_url, server.mint_token(ROOM, "user-bare"))
-        grant = LiveKitGrant(
-            session_id="bench",
-            expires_at=datetime.now(UTC) + timedelta(minutes=5),
-            max_duration_seconds=3600,
-            livekit_url=server.ws_url,
-            token=SecretStr(server.mint_token(ROOM, "user-session")),
-        )
-        session = Session(grant, spoken=False)
-        ready = asyncio.Event()
-        session.add_listener(
-            lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
-        )
-        run = asyncio.ensure_future(session.run())
-        await asyncio.wait_for(ready.wait(), 20)
-        payload = p.encode_client_event(p.UserMessage(text="bench", audio=False))
-
-        async def one(kind: str, n: int) -> float:
-            started = time.perf_counter()
-            if kind == "session":
-                session.send_text(f"bench {n}")
-            else:
-                await bare.local_participant.publish_data(payload, topic=p.TOPIC_CLIENT_EVENT)
-            identity, arrived = await asyncio.wait_for(arrivals.get(), 10)
-            assert identity == ("user-session" if kind == "session" else "user-bare")
-            return arrived - started
-
-        session_ms: list[float] = []
-        bare_ms: list[float] = []
-        for n in range(WARMUP + TRIALS):
-            order = ("session", "bare") if n % 2 == 0 else ("bare", "session")
-            for kind in order:
-                took = await one(kind, n) * 1000
-                if n >= WARMUP:
-                    (session_ms if kind == "session" else bare_ms).append(took)
-        session.hangup()
-        await asyncio.wait_for(run, 10)
-        await bare.disconnect()
-        await agent.disconnect()
-        return session_ms, bare_ms
+        tokens = {name: server.mint_token(ROOM, name) for name in IDENTITIES}
+        try:
+            return await _senders(server.ws_url, tokens, arrivals)
+        finally:
+            await agent.disconnect()
 
 
-def main() -> None:
-    """Measure and print the markdown section."""
-    load_before = os.getloadavg()[0]
-    session_ms, bare_ms = asyncio.run(_measure())
-    load_after = os.getloadavg()[0]
-    s_med, b_med = statistics.median(session_ms), statistics.median(bare_ms)
-    print("## session")
-    print()
-    print(
-        f"A typed turn from the call until the agent's `data_received` fires, {TRIALS} trials "
-        "each after a warm-up, alternating senders, same sim, same agent, same process: "
-        "`Session.send_text` (reducer, ordered outbox, publish) versus the bare SDK "
-        "`publish_data` of the same bytes."
-    )
-    print()
+async def _measure_agent_process() -> tuple[list[float], list[float]]:
+    """The sim and the agent in a child process; this one holds only the senders."""
+    agent = await agent_process.start(list(IDENTITIES))
+    try:
+        return await _senders(agent.ws_url, agent.tokens, agent.arrivals)
+    finally:
+        await agent.close()
+
+
+def _table(session_ms: list[float], bare_ms: list[float]) -> float:
     print("| sender | median ms | p95 ms | max ms |")
     print("|---|---:|---:|---:|")
     for name, values in (("Session.send_text", session_ms), ("bare publish_data", bare_ms)):
@@ -116,8 +131,41 @@ def main() -> None:
             f"| {name} | {statistics.median(values):.2f} | {_percentile(values, 0.95):.2f} | "
             f"{max(values):.2f} |"
         )
+    return statistics.median(session_ms) / statistics.median(bare_ms)
+
+
+def main() -> None:
+    """Measure and print the markdown section."""
+    load_before = os.getloadavg()[0]
+    one = asyncio.run(_measure_one_process())
+    apart = asyncio.run(_measure_agent_process())
+    load_after = os.getloadavg()[0]
+    print("## session")
     print()
-    print(f"Ratio of medians (session / bare): **{s_med / b_med:.2f}**.")
+    print(
+        f"A typed turn from the call until the agent's `data_received` fires, {TRIALS} trials "
+        "each after a warm-up, alternating senders, same sim, same agent: "
+        "`Session.send_text` (reducer, ordered outbox, publish) versus the bare SDK "
+        "`publish_data` of the same bytes. Two set-ups, each timing both senders the same "
+        "way: the sim and the agent on the senders' event loop (one process), and the sim "
+        "and the agent in a process of their own (`bench/agent_process.py`; the agent stamps "
+        "arrivals with the same monotonic clock). In one process, client work on the loop "
+        "after the bytes left (bookkeeping, listeners) also holds up the sim relaying them, "
+        "which a remote server would not; bare `publish_data` does no such work."
+    )
+    print()
+    print("One process (sim, agent and senders on one loop):")
+    print()
+    ratio_one = _table(*one)
+    print()
+    print("Sim and agent in their own process (the senders' process holds only the client):")
+    print()
+    ratio_apart = _table(*apart)
+    print()
+    print(
+        f"Ratio of medians (session / bare): **{ratio_one:.2f}** in one process, "
+        f"**{ratio_apart:.2f}** with the sim in its own process."
+    )
     print()
     print(
         f"Load average (1 min) on this 2-core machine: {load_before:.1f} before, "

@@ -513,7 +513,7 @@ class _BackgroundSim:
     """The demo's simulator, started on a worker thread when the session asks for a grant,
     so the TUI draws its first frame before the sim's heavy imports (aiortc...)."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario | str) -> None:
         self._scenario = scenario
         self._sim: SimThread | None = None
         self._settled = threading.Event()
@@ -523,7 +523,12 @@ class _BackgroundSim:
         try:
             from fishtalk.sim import SimThread
 
-            self._sim = SimThread(self._scenario)
+            scenario = self._scenario
+            if isinstance(scenario, str):  # a built-in, loaded behind the first frame
+                from fishtalk.sim.fish.scenario import builtin_scenario
+
+                scenario = builtin_scenario(scenario)
+            self._sim = SimThread(scenario)
             try:
                 return self._sim.start()
             except (OSError, TimeoutError) as exc:
@@ -586,9 +591,14 @@ def run_demo(
     one raises :class:`~fishtalk.sim.fish.scenario.ScenarioError` (one line, exit 2) before
     anything starts. In the TUI the sim starts behind the first frame, which says so.
     """
-    from fishtalk.sim.fish.scenario import load_scenario
+    chosen: Scenario | str = DEMO_AGENT
+    if scenario != DEMO_AGENT:
+        # Anything but the built-in demo is read and checked now (a bad file: exit 2 before
+        # anything starts). The demo itself ships with fishtalk and is parsed on the sim's
+        # worker thread, behind the first frame (its module stands on the sim package).
+        from fishtalk.sim.fish.scenario import load_scenario
 
-    chosen = load_scenario(scenario)
+        chosen = load_scenario(scenario)
     if not has_webrtc_network():
         sys.stderr.write(f"fishtalk: {NO_WEBRTC_NETWORK}\n")
         return EXIT_CONNECTION
@@ -609,9 +619,8 @@ def run_demo(
                 sys.stderr.write(f"fishtalk: {exc}\n")
                 return EXIT_CONNECTION
             return run_plain(demo_settings(load, info.api_url, info.dev_key), journal=journal)
-        title = "demo (simulated agent)"
-        if chosen.name != DEMO_AGENT:
-            title = f"{chosen.name} (simulated agent)"
+        name = chosen if isinstance(chosen, str) else chosen.name
+        title = f"{name} (simulated agent)"
         drawn = threading.Event()
         grant = _DemoGrant(sim, settings, after=drawn)
         return run_tui(

@@ -59,6 +59,7 @@ from fishtalk.protocol import (
     TOPIC_TRANSCRIPTION,
     ClientToolCall,
     ProtocolError,
+    UserMessage,
     decode_agent_event,
     encode_client_event,
     is_final,
@@ -288,6 +289,8 @@ class Session:
         (see :meth:`_send`) for it to see through."""
         self._sender_holds = False
         """The sender task has taken an item from the outbox and not finished it yet."""
+        self._published_early: UserMessage | None = None
+        """A typed turn :meth:`send_text` started publishing before reducing it."""
         self._room: rtc.Room | None = None
         self._reconnecting = False
         self._link_up: asyncio.Event | None = None
@@ -368,8 +371,27 @@ class Session:
                 _log.exception("session observer failed")
 
     def send_text(self, text: str, audio: bool | None = None) -> None:
-        """Send a typed turn (blank text is ignored). ``audio=None`` follows set_spoken()."""
-        self._feed(conv.SendText(text=text, at=self._clock(), audio=audio))
+        """Send a typed turn (blank text is ignored). ``audio=None`` follows set_spoken().
+
+        Fast path: when the reducer would send it at once (see
+        :func:`~fishtalk.conversation.sends_at_once`) and the link is idle, the publish
+        starts before the reduction, so the bytes leave first and the bookkeeping follows.
+        """
+        inp = conv.SendText(text=text, at=self._clock(), audio=audio)
+        if self._reducing or self._pending:
+            self._feed(inp)  # inputs before it come first
+            return
+        message = conv.sends_at_once(self._state, inp)
+        room = self._idle_link() if message is not None else None
+        if message is None or room is None:
+            self._feed(inp)
+            return
+        try:
+            data = encode_client_event(message)
+        except ProtocolError:
+            self._feed(inp)  # the usual path reports it, in order
+            return
+        self._feed(inp, first=lambda: self._publish_first(room, message, data))
 
     def activity(self) -> None:
         """The user is typing: postpones the agent's idle re-engagement (throttled)."""
@@ -968,13 +990,18 @@ class Session:
 
     # --- reducer plumbing --------------------------------------------------------------
 
-    def _feed(self, inp: conv.Input) -> None:
-        """Reduce ``inp`` (and whatever its effects feed back), then notify listeners."""
+    def _feed(self, inp: conv.Input, first: Callable[[], None] | None = None) -> None:
+        """Reduce ``inp`` (and whatever its effects feed back), then notify listeners.
+
+        ``first`` runs before the reduction, once ``inp`` is in line (what it feeds back
+        comes after ``inp``): :meth:`send_text`'s early publish."""
         self._pending.append(inp)
         if self._reducing:
             return  # re-entrant feed from an effect: the outer loop picks it up in order
         self._reducing = True
         try:
+            if first is not None:
+                first()
             while self._pending:
                 inp = self._pending.popleft()
                 if self._observers:
@@ -996,10 +1023,17 @@ class Session:
                         _log.exception("state listener failed")
         finally:
             self._reducing = False
+            if self._published_early is not None:
+                _log.error("the reducer did not send %s", self._published_early.type)
+                self._published_early = None
 
     def _execute(self, effect: conv.Effect) -> None:
         match effect:
             case conv.SendClientEvent(event=event):
+                early = self._published_early
+                if early is not None and event == early:
+                    self._published_early = None  # send_text started its publish already
+                    return
                 self._send(event)
             case conv.RunClientTool(call=call):
                 if self._loop is not None:
@@ -1072,20 +1106,38 @@ class Session:
         outbox = self._outbox
         if outbox is None:
             return
-        room, link_up = self._room, self._link_up
+        room = self._idle_link()
+        if room is None:
+            outbox.put_nowait(event)
+            return
+        started = _step_now(self._publish(room, event))
+        if started is not None:
+            outbox.put_nowait(started)
+
+    def _idle_link(self) -> rtc.Room | None:
+        """The room, when a publish may start right here: the link is up, the sender idle
+        with nothing queued, and this is the session's loop. None otherwise."""
+        outbox, room, link_up = self._outbox, self._room, self._link_up
         if (
-            room is None
+            outbox is None
+            or room is None
             or self._sender_holds
             or not outbox.empty()
             or link_up is None
             or not link_up.is_set()
             or asyncio._get_running_loop() is not self._loop
         ):
-            outbox.put_nowait(event)
-            return
-        started = _step_now(self._publish(room, event))
+            return None
+        return room
+
+    def _publish_first(self, room: rtc.Room, message: UserMessage, data: bytes) -> None:
+        """Start publishing a typed turn before its reduction (see :meth:`send_text`); the
+        reducer's :class:`~fishtalk.conversation.SendClientEvent` for it is then skipped."""
+        self._published_early = message
+        started = _step_now(self._publish(room, message, data))
         if started is not None:
-            outbox.put_nowait(started)
+            assert self._outbox is not None  # _idle_link saw it
+            self._outbox.put_nowait(started)
 
     async def _sender(self, room: rtc.Room) -> None:
         """Publish queued client events one at a time, in the order the reducer asked."""
@@ -1113,11 +1165,15 @@ class Session:
                 self._sender_holds = False
                 outbox.task_done()
 
-    async def _publish(self, room: rtc.Room, event: conv.ClientEventOut) -> None:
-        """Publish one client event, on the link that is up (both paths of :meth:`_send`
-        end here). Its first step may run outside any task (see :func:`_step_now`)."""
+    async def _publish(
+        self, room: rtc.Room, event: conv.ClientEventOut, data: bytes | None = None
+    ) -> None:
+        """Publish one client event (``data``: its bytes, when already encoded), on the
+        link that is up (every path of :meth:`_send` and :meth:`send_text` ends here). Its
+        first step may run outside any task (see :func:`_step_now`)."""
         try:
-            data = encode_client_event(event)
+            if data is None:
+                data = encode_client_event(event)
             taken_at = self._clock()
             await room.local_participant.publish_data(data, reliable=True, topic=TOPIC_CLIENT_EVENT)
         except Exception as exc:

@@ -137,3 +137,68 @@ def test_the_demo_holds_off_garbage_collection_until_its_first_frame(
     assert launch.run_demo(load) == 0
     assert seen == {"before_frame": False, "after_frame": True}
     assert gc.isenabled()
+
+
+_BEFORE_FRAME_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    from fishtalk import launch
+    from fishtalk.config import load_settings
+    from fishtalk.paths import CONFIG_PATH_ENV
+
+    def load(overrides):
+        env = {CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"}
+        return load_settings(env=env, overrides={**overrides, "session.text_only": True})
+
+    report = {}
+
+    def front_end(settings, *, grant, title, **_):
+        # Stands in for the TUI at its first frame: what has been imported and built so far.
+        report["title"] = title
+        report["sim_imported"] = sorted(m for m in sys.modules if m.startswith("fishtalk.sim"))
+        from fishtalk import protocol
+        report["protocol_built"] = protocol.UserMessage.__pydantic_complete__
+        return 0
+
+    launch.run_tui = front_end
+    launch.wants_tui = lambda plain: True
+    launch.has_webrtc_network = lambda: True
+    code = launch.run_demo(load)
+    report["code"] = code
+    print(json.dumps(report))
+    """
+)
+
+
+def test_the_built_in_demo_is_parsed_behind_the_first_frame() -> None:
+    """Nothing of the sim package (not even the scenario parser) and no protocol model's
+    validator is built before the first frame of the built-in demo."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FISH_", "FISHTALK_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", _BEFORE_FRAME_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {
+        "title": "demo (simulated agent)",
+        "sim_imported": [],
+        "protocol_built": False,
+        "code": 0,
+    }
+
+
+def test_the_background_sim_loads_a_built_in_scenario_by_name() -> None:
+    """Given the built-in's name, the sim parses it on its own start and serves it."""
+    from fishtalk.launch import _BackgroundSim
+
+    sim = _BackgroundSim("demo")
+    try:
+        info = sim.start()
+        assert info.api_url.startswith("http://127.0.0.1:")
+    finally:
+        sim.stop()

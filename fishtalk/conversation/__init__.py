@@ -114,6 +114,7 @@ from fishtalk.conversation.reduce import (
     SESSION_ENDED_GRACE,
     Result,
     reduce,
+    sends_at_once,
 )
 from fishtalk.conversation.state import (
     LOG_CHUNK,
@@ -278,6 +279,7 @@ __all__ = [
     "metrics",
     "note",
     "reduce",
+    "sends_at_once",
     "summarize",
     "summary_text",
 ]

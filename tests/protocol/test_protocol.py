@@ -618,3 +618,30 @@ def test_user_message_round_trips(text: str, audio: bool | None) -> None:
     encoded = encode_client_event(event)
     assert decode_client_event(encoded) == event
     assert ("audio" in json.loads(encoded)) is (audio is not None)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text() | st.just("bad \udcff byte"), audio=st.sampled_from([None, True, False]))
+def test_the_typed_turn_template_gives_the_encoders_bytes(text: str, audio: bool | None) -> None:
+    """``user.message`` is encoded from a template; byte for byte what the model encoder
+    gives (or the same ProtocolError, e.g. for a lone surrogate)."""
+    message = UserMessage(text=text, audio=audio)
+    try:
+        expected: bytes | str = protocol._dump(message)
+    except ProtocolError as exc:
+        expected = str(exc)
+    try:
+        got: bytes | str = protocol.encode_client_event(message)
+    except ProtocolError as exc:
+        got = str(exc)
+    assert got == expected
+
+
+def test_the_typed_turn_template_leaves_extra_fields_to_the_encoder() -> None:
+    message = UserMessage.model_validate({"type": "user.message", "text": "hi", "lang": "en"})
+    assert protocol.encode_client_event(message) == (
+        b'{"type":"user.message","text":"hi","lang":"en"}'
+    )
+    assert protocol._encode_user_message(UserMessage(text='a\u00e9\u2028\U0001f41f\\"')) == (
+        protocol._dump(UserMessage(text='a\u00e9\u2028\U0001f41f\\"'))
+    )

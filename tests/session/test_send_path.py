@@ -79,6 +79,37 @@ async def test_a_typed_turn_on_an_idle_link_leaves_before_send_text_returns(
     assert (await asyncio.wait_for(run, WAIT)).reason == "user_hangup"
 
 
+async def test_a_typed_turn_on_an_idle_link_leaves_before_it_is_reduced(
+    sim: Sim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bytes first, the bookkeeping after: when the reducer would send the turn at
+    once, the publish is handed to the SDK before the reduction (observers see the input
+    just before it is reduced), and the reducer's own send of it is not repeated."""
+    from fishtalk import conversation as conv
+
+    session, run, agent, _ = await sim.connected()
+    published = _record_publishes(session, monkeypatch)
+    at_reduction: list[list[str]] = []
+    session.add_observer(
+        lambda seen: (
+            at_reduction.append(_texts(published)) if isinstance(seen, conv.SendText) else None
+        )
+    )
+
+    session.send_text("  first  ")
+    assert at_reduction == [["first"]]
+    assert (await agent.expect(p.UserMessage)).text == "first"
+    typed = [(s.text, s.queued) for s in session.state.transcript if s.typed]
+    assert typed == [("first", False)]
+    # A blank turn is not sent at all, early or late.
+    session.send_text("   ")
+    assert at_reduction == [["first"], ["first"]]
+    session.hangup()
+    assert isinstance(await agent.next_event(), p.UserHangup)  # nothing sent twice
+    assert _texts(published) == ["first"]
+    assert (await asyncio.wait_for(run, WAIT)).reason == "user_hangup"
+
+
 async def test_turns_and_commands_mixed_at_any_pace_arrive_once_each_in_order(
     sim: Sim,
 ) -> None:
