@@ -24,6 +24,7 @@ from fishtalk.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, FishtalkError
 if TYPE_CHECKING:
     from fishtalk.api import LiveKitGrant
     from fishtalk.config import Settings
+    from fishtalk.metrics import MetricsFile
 
 app = typer.Typer(
     name="fishtalk",
@@ -243,6 +244,36 @@ OriginOption = Annotated[
     str | None,
     typer.Option("--origin", metavar="URL", help="Origin header for a public agent."),
 ]
+
+
+LatencyOption = Annotated[
+    bool,
+    typer.Option(
+        "--latency",
+        help="Line mode: after each agent turn, a line with how long it took to be heard.",
+    ),
+]
+MetricsJsonOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--metrics-json",
+        metavar="PATH",
+        help="When the call ends, write every turn's latency waterfall, the interrupts "
+        "and p50/p95/worst to PATH as JSON (mode 0600).",
+    ),
+]
+
+
+def _metrics_file(path: Path | None) -> "MetricsFile | None":
+    """Open the ``--metrics-json`` file before the call starts (a bad path: exit 2)."""
+    if path is None:
+        return None
+    from fishtalk.metrics import MetricsFile
+
+    try:
+        return MetricsFile.open(path)
+    except OSError as exc:
+        _fail(f"cannot write metrics to {path}: {exc.strerror or exc}", EXIT_USAGE)
 
 
 # Session overrides: what the session API accepts and the config can set ([session]).
@@ -789,6 +820,8 @@ def demo(
     journal: JournalOption = None,
     events: EventsOption = False,
     record_audio: RecordAudioOption = False,
+    latency: LatencyOption = False,
+    metrics_json: MetricsJsonOption = None,
 ) -> None:
     """Talk to a simulated agent running on this machine (no account needed)."""
     from fishtalk.audio.preflight import check_named_devices
@@ -804,7 +837,11 @@ def demo(
 
     # Leave without finalization, as chat does: the SDK's native threads outlive the call.
     choice = _journal_choice(no_journal, journal, events, record_audio)
-    exit_process(run_demo(load_with_audio, scenario=scenario, journal=choice))
+    metrics = _metrics_file(metrics_json)
+    code = run_demo(
+        load_with_audio, scenario=scenario, journal=choice, metrics=metrics, latency=latency
+    )
+    exit_process(code)
 
 
 @app.command(
@@ -993,22 +1030,8 @@ def chat(
     journal: JournalOption = None,
     events: EventsOption = False,
     record_audio: RecordAudioOption = False,
-    latency: Annotated[
-        bool,
-        typer.Option(
-            "--latency",
-            help="Line mode: after each agent turn, a line with how long it took to be heard.",
-        ),
-    ] = False,
-    metrics_json: Annotated[
-        Path | None,
-        typer.Option(
-            "--metrics-json",
-            metavar="PATH",
-            help="When the call ends, write every turn's latency waterfall, the interrupts "
-            "and p50/p95/worst to PATH as JSON (mode 0600).",
-        ),
-    ] = None,
+    latency: LatencyOption = False,
+    metrics_json: MetricsJsonOption = None,
 ) -> None:
     """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
     flags = SessionFlags(
@@ -1040,14 +1063,7 @@ def chat(
 
     # Both front ends leave without finalization (see exit_process).
     choice = _journal_choice(no_journal, journal, events, record_audio)
-    from fishtalk.metrics import MetricsFile
-
-    metrics = None
-    if metrics_json is not None:
-        try:
-            metrics = MetricsFile.open(metrics_json)
-        except OSError as exc:
-            _fail(f"cannot write metrics to {metrics_json}: {exc.strerror or exc}", EXIT_USAGE)
+    metrics = _metrics_file(metrics_json)
     code = run_chat(settings, debug=_state.debug, journal=choice, metrics=metrics, latency=latency)
     exit_process(code)
 

@@ -581,6 +581,8 @@ def run_demo(
     *,
     scenario: str | Path = DEMO_AGENT,
     journal: JournalChoice | None = None,
+    metrics: MetricsFile | None = None,
+    latency: bool = False,
 ) -> int:
     """Start the sim in-process with its demo scenario and open the TUI on it (line mode
     when stdin/stdout are not a terminal or ``ui.plain`` is set); the exit code.
@@ -618,7 +620,12 @@ def run_demo(
             except SimStartError as exc:
                 sys.stderr.write(f"fishtalk: {exc}\n")
                 return EXIT_CONNECTION
-            return run_plain(demo_settings(load, info.api_url, info.dev_key), journal=journal)
+            return run_plain(
+                demo_settings(load, info.api_url, info.dev_key),
+                journal=journal,
+                metrics=metrics,
+                latency=latency,
+            )
         name = chosen if isinstance(chosen, str) else chosen.name
         title = f"{name} (simulated agent)"
         drawn = threading.Event()
@@ -630,6 +637,7 @@ def run_demo(
             note=STARTING_SIM,
             first_frame=drawn,
             journal=journal,
+            metrics=metrics,
         )
     finally:
         gc.enable()

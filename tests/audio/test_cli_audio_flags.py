@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -295,3 +296,47 @@ def test_piped_demo_takes_the_audio_flags_and_exits_cleanly(
     assert any(line.startswith("agent: You said: hello") for line in lines), done.stdout
     assert lines[-1] == "* You hung up."
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.webrtc
+def test_piped_demo_reports_heard_latency_and_writes_the_metrics(
+    vaudio: VirtualAudio, tmp_path: Path
+) -> None:
+    """``fishtalk demo --latency --metrics-json`` with real (virtual) devices: a heard
+    figure after the typed turn's reply, the summary before the closing line, and the
+    same turn in the metrics file."""
+    metrics = tmp_path / "metrics.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fishtalk",
+            "demo",
+            "--scenario",
+            "converse",
+            "--input-device",
+            "fishtalk_mic",
+            "--output-device",
+            "Fishtalk_Speaker",
+            "--latency",
+            "--metrics-json",
+            str(metrics),
+        ],
+        input="hello\n",
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+        env=_env(tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    heard = [line for line in lines if line.startswith("* latency: heard ")]
+    assert heard, done.stdout
+    assert lines[-2].startswith("* latency: p50 "), done.stdout
+    assert lines[-1] == "* You hung up."
+    data = json.loads(metrics.read_text())
+    typed = [t for t in data["turns"] if t["kind"] == "typed"]
+    assert typed, data
+    assert typed[0]["heard_ms"] > 0, data
+    assert data["summary"]["measured"] >= 1
