@@ -31,6 +31,10 @@ kind                      class                               web SDK
 ``error``                 :class:`ErrorAdded`                 error (``error.code``: the web
                                                               SDK's codes)
 ``notice``                :class:`NoticeAdded`                (informational)
+``turn_latency``          :class:`TurnLatency`                (a turn's heard latency was
+                                                              measured: ``waterfall``)
+``interrupt_latency``     :class:`InterruptLatency`           (an interrupt's timing:
+                                                              ``interrupt``)
 ``ended``                 :class:`Ended`                      disconnect{reason}; always last
 ========================  ==================================  ================================
 
@@ -39,6 +43,12 @@ The transcript line of an event (``event.segment``) is a
 ``interrupted``. A tool card (``event.card``) is a :class:`~fishtalk.conversation.ToolCard`;
 its ``client`` (a :class:`~fishtalk.conversation.ClientCall`) is set when the agent asked
 this client to run the tool, with the local outcome in ``client.status``.
+
+A turn's latency (``event.waterfall``) is a :class:`~fishtalk.conversation.Waterfall`:
+``heard`` (seconds, or ``None`` with ``incomplete`` saying why), ``first_text``,
+``client_share``, ``rtt`` and every mark on the session clock; an interrupt's
+(``event.interrupt``) is an :class:`~fishtalk.conversation.InterruptTiming`.
+:func:`~fishtalk.conversation.note` words either in one line.
 """
 
 from __future__ import annotations
@@ -55,6 +65,8 @@ from fishtalk.conversation import (
     ErrorAdded,
     ErrorEntry,
     InterimReplaced,
+    InterruptLatency,
+    InterruptTiming,
     MessageSent,
     ModeChanged,
     MutedChanged,
@@ -70,6 +82,8 @@ from fishtalk.conversation import (
     ToolCard,
     ToolCardAdded,
     ToolCardChanged,
+    TurnLatency,
+    Waterfall,
 )
 
 Event = Change
@@ -92,6 +106,8 @@ __all__ = [
     "ErrorEntry",
     "Event",
     "InterimReplaced",
+    "InterruptLatency",
+    "InterruptTiming",
     "MessageSent",
     "ModeChanged",
     "MutedChanged",
@@ -107,4 +123,6 @@ __all__ = [
     "ToolCard",
     "ToolCardAdded",
     "ToolCardChanged",
+    "TurnLatency",
+    "Waterfall",
 ]

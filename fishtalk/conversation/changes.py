@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, ClassVar, Final, TypeAlias, TypeVar
 
+from fishtalk.conversation.latency import InterruptTiming, Waterfall
 from fishtalk.conversation.state import (
     LOG_CHUNK,
     ClientCall,
@@ -229,6 +230,31 @@ class NoticeAdded(_Event):
 
 
 @dataclass(frozen=True, slots=True)
+class TurnLatency(_Event):
+    """A turn's latency measurement closed (see :mod:`fishtalk.conversation.latency`):
+    ``waterfall.heard`` is the heard latency, or ``waterfall.incomplete`` says why there is
+    none. ``to_dict()`` carries the waterfall as :meth:`Waterfall.to_dict` gives it."""
+
+    kind: ClassVar[str] = "turn_latency"
+    waterfall: Waterfall
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "waterfall": self.waterfall.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptLatency(_Event):
+    """An interrupt's timing closed: key press to the speaker silent (``local_flush``)
+    and to the agent's audio stopping on the wire (``wire_stop``)."""
+
+    kind: ClassVar[str] = "interrupt_latency"
+    interrupt: InterruptTiming
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "interrupt": self.interrupt.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
 class Ended(_Event):
     """The session ended (web SDK: disconnect{reason}). Always the last event."""
 
@@ -252,6 +278,8 @@ Change: TypeAlias = (
     | ToolCardChanged
     | ErrorAdded
     | NoticeAdded
+    | TurnLatency
+    | InterruptLatency
     | Ended
 )
 """Every event :func:`changes` yields."""
@@ -272,6 +300,8 @@ CHANGE_TYPES: Final = (
     ToolCardChanged,
     ErrorAdded,
     NoticeAdded,
+    TurnLatency,
+    InterruptLatency,
     Ended,
 )
 
@@ -281,7 +311,8 @@ _T = TypeVar("_T")
 def changes(previous: State, current: State) -> list[Change]:
     """What happened between ``previous`` and ``current`` (usually successive states), in
     order: connection and agent first, then notices, transcript lines and tool cards in
-    conversation order, the mode they led to, errors, and ``ended`` last."""
+    conversation order, the mode they led to, closed latency measurements, errors, and
+    ``ended`` last."""
     if previous is current:
         return []
     out: list[Change] = []
@@ -309,6 +340,10 @@ def changes(previous: State, current: State) -> list[Change]:
     if current.mode != previous.mode:
         # After the lines: the agent speaks because its line opened, and so on.
         out.append(ModeChanged(current.mode, previous.mode))
+    latency, before = current.latency, previous.latency
+    if latency is not before:
+        out += [TurnLatency(w) for w in _appended(before.turns, latency.turns)]
+        out += [InterruptLatency(i) for i in _appended(before.interrupts, latency.interrupts)]
     out += [ErrorAdded(e) for e in _appended(previous.errors, current.errors)]
     if current.ended and not previous.ended:
         out.append(StatusChanged(current.status, previous.status))
@@ -383,6 +418,7 @@ __all__ = [
     "Ended",
     "ErrorAdded",
     "InterimReplaced",
+    "InterruptLatency",
     "MessageSent",
     "ModeChanged",
     "MutedChanged",
@@ -395,5 +431,6 @@ __all__ = [
     "StatusChanged",
     "ToolCardAdded",
     "ToolCardChanged",
+    "TurnLatency",
     "changes",
 ]

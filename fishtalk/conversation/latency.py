@@ -66,7 +66,14 @@ MARK_KINDS: Final[tuple[MarkKind, ...]] = (
     "interrupt_wire_stopped",
 )
 
-TurnKind: TypeAlias = Literal["typed", "spoken"]
+MAX_TURNS: Final = 1000
+"""Closed turns kept in :attr:`Latency.turns` (older ones are counted, not kept)."""
+MAX_INTERRUPTS: Final = 1000
+"""Closed interrupts kept in :attr:`Latency.interrupts`."""
+
+TurnKind: TypeAlias = Literal["typed", "spoken", "unprompted"]
+"""How the user's turn ended: ``typed`` (a publish), ``spoken`` (end of speech), or
+``unprompted`` (no user turn: the agent spoke first, e.g. its greeting)."""
 
 Incomplete: TypeAlias = Literal[
     "text-only", "no audio", "no user turn", "interrupted", "ended", "not heard"
@@ -119,9 +126,12 @@ class Waterfall:
 
     @property
     def heard(self) -> float | None:
-        """Heard latency: end of the user's turn to the agent heard, seconds."""
+        """Heard latency: end of the user's turn to the agent heard, seconds (``None``
+        while not known, and always for a turn marked :attr:`incomplete`)."""
         heard_at = self.heard_at
-        return None if heard_at is None else heard_at - self.user_ended_at
+        if heard_at is None or self.incomplete is not None:
+            return None
+        return heard_at - self.user_ended_at
 
     @property
     def first_text(self) -> float | None:
@@ -191,8 +201,13 @@ class Latency:
     open: Waterfall | None = None
     """The turn being measured now."""
     turns: tuple[Waterfall, ...] = ()
-    """Closed turns, oldest first."""
+    """Closed turns, oldest first (the newest :data:`MAX_TURNS`)."""
+    earlier_turns: int = 0
+    """Closed turns no longer kept in :attr:`turns` (only counted)."""
     interrupts: tuple[InterruptTiming, ...] = ()
+    """Closed interrupts, oldest first (the newest :data:`MAX_INTERRUPTS`)."""
+    open_interrupt: InterruptTiming | None = None
+    """The interrupt whose marks are still awaited."""
     rtt: float | None = None
     """The latest network round trip, seconds."""
 
@@ -208,6 +223,18 @@ class Summary:
     p50: float | None
     p95: float | None
     worst: Waterfall | None
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready: counts, p50/p95 in milliseconds, and the worst turn's number."""
+        worst = self.worst
+        return {
+            "turns": self.turns,
+            "measured": self.measured,
+            "p50_ms": _ms(self.p50),
+            "p95_ms": _ms(self.p95),
+            "worst_ms": _ms(worst.heard) if worst is not None else None,
+            "worst_turn": worst.turn if worst is not None else None,
+        }
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -231,6 +258,93 @@ def summarize(turns: Sequence[Waterfall]) -> Summary:
         p95=percentile(heard, 0.95),
         worst=worst,
     )
+
+
+def metrics(latency: Latency) -> dict[str, object]:
+    """Everything measured in a call as JSON-ready data (what ``--metrics-json`` writes):
+    every closed turn's waterfall, every interrupt, the summary and the last round trip."""
+    return {
+        "turns": [t.to_dict() for t in latency.turns],
+        "earlier_turns": latency.earlier_turns,
+        "interrupts": [i.to_dict() for i in latency.interrupts],
+        "summary": summarize(latency.turns).to_dict(),
+        "rtt_ms": _ms(latency.rtt),
+    }
+
+
+# --- wording: the one place that says latency in words ------------------------------------
+
+MEASURING: Final = "…"
+"""The badge of a turn still being measured."""
+
+
+def _secs(seconds: float) -> str:
+    return f"{seconds:.2f} s"
+
+
+def _millis(seconds: float) -> str:
+    return f"{seconds * 1000.0:.0f} ms"
+
+
+def badge(w: Waterfall) -> str:
+    """A short label for a turn: its heard latency (``"0.82 s"``), else why there is none
+    (``"text-only"``, ``"no audio"``...), else :data:`MEASURING` while still open."""
+    heard = w.heard
+    if heard is not None:
+        return _secs(heard)
+    if w.incomplete is not None:
+        return w.incomplete
+    return MEASURING
+
+
+def note(w: Waterfall) -> str:
+    """One line for plain mode, e.g. ``latency: heard 0.82 s (first text 0.31 s, client
+    12 ms, rtt 40 ms)`` or ``latency: not measured — text-only (first text 0.31 s)``."""
+    parts = []
+    if w.first_text is not None:
+        parts.append(f"first text {_secs(w.first_text)}")
+    heard = w.heard
+    if heard is not None:
+        if w.client_share is not None:
+            parts.append(f"client {_millis(w.client_share)}")
+        if w.rtt is not None:
+            parts.append(f"rtt {_millis(w.rtt)}")
+        head = f"latency: heard {_secs(heard)}"
+    elif w.incomplete is not None:
+        head = f"latency: not measured — {w.incomplete}"
+    else:
+        head = "latency: measuring"
+    return f"{head} ({', '.join(parts)})" if parts else head
+
+
+def summary_text(s: Summary) -> str:
+    """The call's heard latency in one line: ``latency: p50 0.82 s, p95 1.20 s, worst
+    1.31 s (turn 4); 5 of 6 turns measured``, or ``latency: no measured turns``."""
+    if s.p50 is None or s.p95 is None or s.worst is None or s.worst.heard is None:
+        return "latency: no measured turns"
+    counted = (
+        f"{s.measured} turn{'' if s.measured == 1 else 's'}"
+        if s.measured == s.turns
+        else f"{s.measured} of {s.turns} turns measured"
+    )
+    return (
+        f"latency: p50 {_secs(s.p50)}, p95 {_secs(s.p95)}, "
+        f"worst {_secs(s.worst.heard)} (turn {s.worst.turn}); {counted}"
+    )
+
+
+def interrupt_note(i: InterruptTiming) -> str:
+    """One line for an interrupt: ``interrupt: speaker silent after 45 ms, wire stopped
+    after 120 ms`` (a part not measured says so)."""
+    flush = i.local_flush
+    wire = i.wire_stop
+    if flush is None and wire is None:
+        return "interrupt: not measured"
+    speaker = (
+        f"speaker silent after {_millis(flush)}" if flush is not None else "speaker not measured"
+    )
+    stopped = f"wire stopped after {_millis(wire)}" if wire is not None else "wire not measured"
+    return f"interrupt: {speaker}, {stopped}"
 
 
 def _ms(seconds: float | None) -> float | None:
