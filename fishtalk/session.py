@@ -42,7 +42,14 @@ from urllib.parse import urlsplit
 from fishtalk import conversation as conv
 from fishtalk import errors, observe
 from fishtalk.aio import TaskSet
-from fishtalk.audio.base import CHANNELS, SAMPLE_RATE, AudioBackend, AudioLevels, NullAudio
+from fishtalk.audio.base import (
+    CHANNELS,
+    SAMPLE_RATE,
+    AudioBackend,
+    AudioLevels,
+    LatencyTaps,
+    NullAudio,
+)
 from fishtalk.protocol import (
     ATTR_AGENT_STATE,
     ATTR_SEGMENT_ID,
@@ -87,6 +94,19 @@ LINK_WAIT: Final = 30.0
 """How long a client event waits for the transport to come back before being reported."""
 LEAVE_SETTLE: Final = 0.3
 """Seconds to wait before believing a participant left (it may be a reconnect starting)."""
+WIRE_QUIET: Final = 0.5
+"""After an interrupt, how long no audible agent frame must arrive before the agent's audio
+counts as stopped on the wire (longer than a pause between words; the mark itself is the
+last audible frame's arrival, so this delays only the decision)."""
+WIRE_WATCH_LIMIT: Final = 10.0
+"""After an interrupt, how long the wire is watched at most (an agent that never stops
+gets no ``interrupt_wire_stopped`` mark)."""
+RTT_FIRST: Final = 1.0
+"""Seconds after connecting before the first network round trip is read."""
+RTT_PERIOD: Final = 5.0
+"""Seconds between reads of the SDK's RTC stats for the network round trip."""
+RTT_TIMEOUT: Final = 2.0
+"""How long one read of the RTC stats may take before it is given up."""
 CONNECT_SETTLE: Final = 60.0
 """After teardown, how long a room connect still in flight gets to finish before the room
 is disconnected (a connect is never cancelled: see :meth:`Session.wait_closed`)."""
@@ -281,6 +301,15 @@ class Session:
         self._settling: asyncio.Task[None] | None = None
         """Lets a connect still in flight at teardown finish, then disconnects."""
         self._observers: list[observe.Observer] = []
+        # Heard latency (issue 14): the IO-side marks (see _mark and docs of LatencyMark).
+        self._taps: LatencyTaps | None = None
+        """The backend's timing taps, when it has them and an output device."""
+        self._armed = False
+        """A user turn ended: the next audible agent frame is the reply's first."""
+        self._wire_pressed_at: float | None = None
+        """While watching the wire after an interrupt: the key press."""
+        self._wire_last_audible: float | None = None
+        self._wire_timer: asyncio.TimerHandle | None = None
 
     # --- what front ends use -----------------------------------------------------------
 
@@ -338,11 +367,17 @@ class Session:
 
     def interrupt(self) -> None:
         """Stop the agent now: local playback is flushed at once, then ``user.interrupt``."""
+        pressed = self._clock()
         if self._audio is not None and not self._state.ended:
-            self._audio.flush_playback()
+            taps = self._taps
+            if taps is not None:
+                taps.flush_playback_marked(self._on_flushed)
+                self._watch_wire(pressed)
+            else:
+                self._audio.flush_playback()
             # Speech already on the wire would otherwise play until the agent hears us.
             self._hold_audio_until = self._clock() + INTERRUPT_HOLD
-        self._feed(conv.Interrupt(at=self._clock()))
+        self._feed(conv.Interrupt(at=pressed))
 
     def set_muted(self, muted: bool) -> None:
         """Mute or unmute the microphone."""
@@ -441,6 +476,7 @@ class Session:
         if grant is None:
             return  # refused before any device was touched
         audio = await self._open_audio()
+        self._tap_audio(audio)
         clock = replace(self._state.clock, max_duration_seconds=grant.max_duration_seconds)
         self._state = replace(self._state, clock=clock)
         room = rtc.Room(loop=self._loop)
@@ -454,6 +490,7 @@ class Session:
         for participant in list(room.remote_participants.values()):
             self._participant_joined(participant)
         self._spawn(self._sender(room), "sender")
+        self._spawn(self._poll_rtt(room), "rtt")
         if audio.has_input:
             await self._publish_microphone(room, audio)
 
@@ -755,13 +792,26 @@ class Session:
             entry[1].cancel()
 
     async def _play(self, stream: rtc.AudioStream, audio: AudioBackend) -> None:
+        from fishtalk.audio.vad import is_audible
+
         try:
             async for event in stream:
+                frame = event.frame
+                # Latency marks cost one comparison per frame; the level of a frame is
+                # looked at only while a reply's first frame or the wire's end is awaited.
+                if self._wire_pressed_at is not None and is_audible(frame.data):
+                    self._wire_last_audible = self._clock()
                 if self._hold_audio_until and self._clock() < self._hold_audio_until:
                     continue
-                audio.play(event.frame)
+                taps = self._taps
+                if self._armed and taps is not None and is_audible(frame.data):
+                    self._armed = False
+                    self._mark("audio_received", self._clock())
+                    taps.play_marked(frame, self._on_audio_handed)
+                else:
+                    audio.play(frame)
                 if self._observers:
-                    self._observe_frame("agent", event.frame)
+                    self._observe_frame("agent", frame)
         finally:
             await stream.aclose()
 
@@ -806,6 +856,82 @@ class Session:
                 self._clock(),
             )
         )
+
+    # --- heard latency: the IO-side marks ----------------------------------------------
+    #
+    # typed_sent        a user.message publish completed (the sender, below);
+    # speech_ended      the backend's capture-side detector: capture time of the last
+    #                   voiced mic frame (fishtalk.audio.vad);
+    # audio_received    the first audible agent frame after a user turn ended (armed by
+    #                   typed_sent with audio wanted, or by speech_ended);
+    # audio_heard       that frame's first sample handed to the output device (the
+    #                   playback callback's time), value = the device's output latency;
+    # rtt               the candidate pair's current round trip from the SDK's RTC stats;
+    # interrupt_flushed the first playback callback after the flush: its time plus the
+    #                   output latency, when the last agent sample left the speaker;
+    # interrupt_wire_stopped  the arrival of the last audible agent frame after the key
+    #                   press (the press itself if none came), decided once WIRE_QUIET
+    #                   seconds passed without one.
+    # Only a backend with LatencyTaps and an output device yields the audio marks.
+
+    def _mark(self, kind: conv.MarkKind, at: float, value: float | None = None) -> None:
+        if self._state.ended:
+            return
+        self._feed(conv.LatencyMark(kind, at, value))
+
+    def _tap_audio(self, audio: AudioBackend) -> None:
+        if not isinstance(audio, LatencyTaps):
+            return
+        if audio.has_output:
+            self._taps = audio
+        if audio.has_input:
+            audio.set_speech_ended_callback(self._on_speech_ended)
+
+    def _on_speech_ended(self, captured_at: float) -> None:
+        self._mark("speech_ended", captured_at)
+        self._armed = not self._state.ended
+
+    def _on_audio_handed(self, handed_at: float, output_latency: float) -> None:
+        self._mark("audio_heard", handed_at, output_latency)
+
+    def _on_flushed(self, left_at: float) -> None:
+        self._mark("interrupt_flushed", left_at)
+
+    def _watch_wire(self, pressed: float) -> None:
+        loop = self._loop
+        if loop is None or not self._audio_streams:
+            return
+        self._wire_pressed_at = pressed
+        self._wire_last_audible = None
+        if self._wire_timer is not None:
+            self._wire_timer.cancel()
+        self._wire_timer = loop.call_later(WIRE_QUIET, self._check_wire)
+
+    def _check_wire(self) -> None:
+        self._wire_timer = None
+        pressed, loop = self._wire_pressed_at, self._loop
+        if pressed is None or loop is None:
+            return
+        now = self._clock()
+        last = self._wire_last_audible
+        quiet_since = pressed if last is None or last < pressed else last
+        if now - quiet_since >= WIRE_QUIET:
+            self._wire_pressed_at = None
+            self._mark("interrupt_wire_stopped", quiet_since)
+        elif now - pressed > WIRE_WATCH_LIMIT:
+            self._wire_pressed_at = None
+            _log.info("the agent's audio did not stop within %g s of an interrupt", now - pressed)
+        else:
+            self._wire_timer = loop.call_later(quiet_since + WIRE_QUIET - now, self._check_wire)
+
+    async def _poll_rtt(self, room: rtc.Room) -> None:
+        await asyncio.sleep(RTT_FIRST)
+        while True:
+            if not self._reconnecting:
+                rtt = await _read_rtt(room)
+                if rtt is not None:
+                    self._mark("rtt", self._clock(), rtt)
+            await asyncio.sleep(RTT_PERIOD)
 
     # --- reducer plumbing --------------------------------------------------------------
 
@@ -918,6 +1044,10 @@ class Session:
                     data, reliable=True, topic=TOPIC_CLIENT_EVENT
                 )
                 self._sent_events += 1
+                if event.type == "user.message":
+                    self._mark("typed_sent", self._clock())
+                    # A reply asked to be text-only has no first audio frame to wait for.
+                    self._armed = event.audio is not False and not self._state.ended
                 if self._observers:
                     self._observe(observe.PacketOut(TOPIC_CLIENT_EVENT, data, self._clock()))
             except Exception as exc:
@@ -952,6 +1082,10 @@ class Session:
             handle.cancel()
         self._deferred.clear()
         self._stop_reconnect_deadline()
+        if self._wire_timer is not None:
+            self._wire_timer.cancel()
+            self._wire_timer = None
+        self._wire_pressed_at = None
         outbox = self._outbox
         link_up = self._link_up is not None and self._link_up.is_set()
         if outbox is not None and self._room is not None and link_up:
@@ -1023,6 +1157,33 @@ class Session:
 
 def _task_failed(task: asyncio.Task[Any], exc: BaseException) -> None:
     _log.error("session task %s failed: %s", task.get_name(), exc, exc_info=exc)
+
+
+async def _read_rtt(room: rtc.Room) -> float | None:
+    """The network round trip (seconds) of the connection's selected candidate pair, from
+    the SDK's RTC stats (the subscriber's, which carries the agent's audio, first); None
+    when no pair has measured one yet or the stats could not be read in time."""
+    try:
+        async with asyncio.timeout(RTT_TIMEOUT):
+            stats = await room.get_rtc_stats()
+    except Exception as exc:  # a room going away, a slow FFI answer: try again later
+        _log.debug("rtc stats not read: %s", exc)
+        return None
+    for reports in (stats.subscriber_stats, stats.publisher_stats):
+        fallback: float | None = None
+        for report in reports:
+            if report.WhichOneof("stats") != "candidate_pair":
+                continue
+            pair = report.candidate_pair.candidate_pair
+            rtt = float(pair.current_round_trip_time)
+            if rtt <= 0.0:
+                continue
+            if pair.nominated:
+                return rtt
+            fallback = rtt if fallback is None else min(fallback, rtt)
+        if fallback is not None:
+            return fallback
+    return None
 
 
 def _empty_registry() -> ToolRegistry:

@@ -41,8 +41,11 @@ from fishtalk.audio.base import (
     SAMPLES_PER_FRAME,
     AudioBackend,
     AudioLevels,
+    FlushedCallback,
+    HandedCallback,
     NoticeCallback,
     NullAudio,
+    SpeechEndedCallback,
 )
 from fishtalk.audio.devices import (
     AudioDeviceError,
@@ -56,6 +59,7 @@ from fishtalk.audio.devices import (
     stream_closed,
     stream_opened,
 )
+from fishtalk.audio.vad import EnergyVad
 
 if TYPE_CHECKING:
     from livekit import rtc
@@ -66,6 +70,7 @@ Int16Array = npt.NDArray[np.int16]
 _log = logging.getLogger(__name__)
 
 _BLOCK_MS = 10
+_FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE
 # 1 s of processed frames nobody has read yet (a loop stalled that long under load drops
 # the oldest; the count is in the stats).
 _MIC_QUEUE_FRAMES = 100
@@ -268,6 +273,17 @@ def _block_size(rate: int) -> int:
 
 BlockSink = Callable[[Int16Array, float], None]
 """Receives one mono device block (a view valid only during the call) on a PortAudio thread."""
+Post = Callable[..., None]
+"""Hands ``fn(*args)`` to the event loop from a PortAudio thread (call_soon_threadsafe)."""
+
+
+def _stream_latency(stream: Any) -> float:
+    """A stream's latency as reported at open, seconds (0.0 when it reports none)."""
+    try:
+        latency = float(stream.latency)
+    except Exception:
+        return 0.0
+    return latency if latency >= 0.0 and math.isfinite(latency) else 0.0
 
 
 class _Capture:
@@ -302,6 +318,8 @@ class _Capture:
             finished_callback=self._finished,
         )
         stream_opened()
+        self.reported_latency = _stream_latency(self.stream)
+        """Seconds from a sample reaching the device to its block's callback."""
 
     def _callback(self, indata: Any, frames: int, time_info: Any, status: Any) -> None:
         del frames, time_info
@@ -336,13 +354,20 @@ class _Playback:
         fmt: StreamFormat,
         sink: BlockSink,
         failed: Callable[[], None],
+        post: Post,
     ) -> None:
         self.device = device
         self.format = fmt
         block = _block_size(fmt.samplerate)
         max_frames = int(_PLAYBACK_QUEUE_SECONDS * 1000 / _BLOCK_MS)
-        # (samples at the device rate, monotonic time play() queued them)
-        self.queue: deque[tuple[Int16Array, float]] = deque(maxlen=max_frames)
+        # (samples at the device rate, monotonic time play() queued them, who to tell when
+        # the first sample is handed to the device)
+        self.queue: deque[tuple[Int16Array, float, HandedCallback | None]] = deque(
+            maxlen=max_frames
+        )
+        self.pending_marker: HandedCallback | None = None
+        """A marker whose frame produced no samples yet (resampler warm-up)."""
+        self.on_flushed: FlushedCallback | None = None
         self.dropped = 0
         self.trimmed = 0
         self.underruns = 0
@@ -357,6 +382,7 @@ class _Playback:
         self.closing = False
         self._sink = sink
         self._failed = failed
+        self._post = post
         self.stream: Any = sd.OutputStream(
             device=device,
             samplerate=fmt.samplerate,
@@ -368,19 +394,38 @@ class _Playback:
             finished_callback=self._finished,
         )
         stream_opened()
+        self.reported_latency = _stream_latency(self.stream)
 
-    def enqueue(self, samples: Int16Array) -> None:
+    def enqueue(self, samples: Int16Array, marker: HandedCallback | None = None) -> None:
         if len(self.queue) == self.queue.maxlen:
             self.dropped += 1
-        self.queue.append((samples, time.monotonic()))
+        self.queue.append((samples, time.monotonic(), marker))
+
+    def output_latency(self, time_info: Any) -> float:
+        """Seconds from this callback to the block's first sample leaving the device.
+
+        PortAudio's per-callback figure (DAC time minus now, on the stream's clock) when
+        the host API reports one, else the stream's latency reported at open.
+        """
+        try:
+            ahead = float(time_info.outputBufferDacTime) - float(time_info.currentTime)
+        except Exception:
+            ahead = 0.0
+        return ahead if 0.0 < ahead < 1.0 else self.reported_latency
 
     def _callback(self, outdata: Any, frames: int, time_info: Any, status: Any) -> None:
-        del time_info, status
+        del status
         now = time.monotonic()
         self.last_callback = now
         if self._seen_generation != self.flush_generation:
             self._seen_generation = self.flush_generation
             self._rest = None
+            flushed = self.on_flushed
+            if flushed is not None:
+                # What the device already holds still plays: the last agent sample leaves
+                # when this (silent) block would start to.
+                self.on_flushed = None
+                self._post(flushed, now + self.output_latency(time_info))
         out = outdata[:, 0]
         filled = 0
         rest = self._rest
@@ -390,9 +435,13 @@ class _Playback:
                 if not queue:
                     break
                 try:
-                    rest, queued_at = queue.popleft()
+                    rest, queued_at, marker = queue.popleft()
                 except IndexError:  # flushed on the loop between the check and the pop
                     break
+                if marker is not None:
+                    # The marked frame starts `filled` samples into this block.
+                    latency = self.output_latency(time_info) + filled / self.format.samplerate
+                    self._post(marker, now, latency)
                 waited = now - queued_at
                 self.latency_sum += waited
                 self.latency_count += 1
@@ -416,7 +465,10 @@ class _Playback:
         if not self.closing:
             self._failed()
 
-    def flush(self) -> None:
+    def flush(self, on_flushed: FlushedCallback | None = None) -> None:
+        self.pending_marker = None
+        if on_flushed is not None:
+            self.on_flushed = on_flushed  # before the generation: the callback reads it after
         self.queue.clear()
         self.flush_generation += 1
 
@@ -505,6 +557,10 @@ class SoundDeviceAudio:
         self._started = False
         self._closed = False
         self._failed_note: dict[str, str] = {}
+        # Heard latency: the capture-side detector runs only while someone listens.
+        self._speech_ended: SpeechEndedCallback | None = None
+        self._input_latency = 0.0
+        self._vad = EnergyVad()
 
     # --- contract ---------------------------------------------------------------------
 
@@ -592,9 +648,14 @@ class SoundDeviceAudio:
 
     def play(self, frame: rtc.AudioFrame) -> None:
         """Queue one agent frame (returns at once; the oldest audio goes when full)."""
+        self._play(frame, None)
+
+    def _play(self, frame: rtc.AudioFrame, marker: HandedCallback | None) -> None:
         playback = self._playback
         if playback is None:
             return
+        if playback.pending_marker is not None and marker is None:
+            marker, playback.pending_marker = playback.pending_marker, None
         samples = np.frombuffer(frame.data, dtype=np.int16)
         if frame.num_channels > 1:
             samples = samples.reshape(-1, frame.num_channels).mean(axis=1).astype(np.int16)
@@ -602,7 +663,11 @@ class SoundDeviceAudio:
         if frame.sample_rate != device_rate:
             samples = self._resample_for_playback(samples, frame.sample_rate, device_rate)
             if samples.size == 0:
+                playback.pending_marker = marker  # the resampler's first output carries it
                 return
+        if marker is not None:
+            playback.enqueue(samples, marker)  # never trimmed: it is the frame to time
+            return
         if len(playback.queue) > _BACKLOG_FRAMES and _is_quiet(samples):
             # The device clock runs a little slower than the frames arrive (or the loop
             # stalled and frames came in a burst): shorten a pause instead of letting the
@@ -615,6 +680,35 @@ class SoundDeviceAudio:
         """Drop queued agent audio now: the next device block is silent."""
         if self._playback is not None:
             self._playback.flush()
+
+    # --- latency taps (fishtalk.audio.base.LatencyTaps) --------------------------------
+
+    @property
+    def has_output(self) -> bool:
+        """Whether a speaker is open (after start) or will be opened (before)."""
+        if not self._started:
+            return self._use_output
+        return self._playback is not None
+
+    def set_speech_ended_callback(self, callback: SpeechEndedCallback | None) -> None:
+        """Run the voice-activity detector (:mod:`fishtalk.audio.vad`) on the processed mic
+        frames and call ``callback(captured_at)`` on the loop when an utterance ends."""
+        self._speech_ended = callback
+
+    def play_marked(self, frame: rtc.AudioFrame, on_handed: HandedCallback) -> None:
+        """Queue ``frame`` and call ``on_handed(handed_at, output_latency)`` on the loop
+        when the playback callback hands its first sample to the device: ``handed_at`` is
+        that callback's monotonic time, ``output_latency`` the device's reported latency
+        for the block plus the frame's offset into it. Never called if the frame is
+        flushed first or there is no speaker."""
+        self._play(frame, on_handed)
+
+    def flush_playback_marked(self, on_flushed: FlushedCallback) -> None:
+        """Flush, and call ``on_flushed(left_at)`` on the loop from the next playback
+        callback: ``left_at`` is that callback's monotonic time plus the device's output
+        latency, when the last agent sample already in the device leaves the speaker."""
+        if self._playback is not None:
+            self._playback.flush(on_flushed)
 
     def set_muted(self, muted: bool) -> None:
         """Mute (no frames leave; the mic level reads zero) or unmute."""
@@ -727,6 +821,8 @@ class SoundDeviceAudio:
                 self._emit(f"no microphone: {_one_line(exc)}")
             return None
         self._cap_chunks = _Rechunker(fmt.samplerate)
+        self._input_latency = capture.reported_latency
+        self._vad.reset()
         now = time.monotonic()
         capture.last_callback = now
         capture.last_nonzero = now
@@ -735,7 +831,9 @@ class SoundDeviceAudio:
     def _open_output(self, device: int | None, *, first: bool) -> _Playback | None:
         try:
             fmt = probe_format(device, "output", preferred_rate=self._preferred_rate)
-            playback = _Playback(self._sd, device, fmt, self._on_render, self._output_failed)
+            playback = _Playback(
+                self._sd, device, fmt, self._on_render, self._output_failed, self._post
+            )
         except Exception as exc:
             if first and device is not None:
                 self._emit(f"speaker {device} could not be opened ({exc}); trying the default")
@@ -762,6 +860,14 @@ class SoundDeviceAudio:
 
     # PortAudio threads
 
+    def _post(self, fn: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is None or self._closed:
+            return
+        # RuntimeError: the loop closed under us; there is nothing to deliver to.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(fn, *args)
+
     def _on_capture(self, block: Int16Array, now: float) -> None:
         """Capture thread: levels, 10 ms frames, the APM, the hand-over to mic_frames()."""
         self._mic_levels.store(block, now)  # also read by the watchdog, muted or not
@@ -769,6 +875,7 @@ class SoundDeviceAudio:
         if self._muted:
             if ring is not None:
                 ring.skip()
+            self._vad.reset()
             return
         chunker = self._cap_chunks
         frame_type = self._frame_type
@@ -792,13 +899,23 @@ class SoundDeviceAudio:
             except Exception as exc:
                 self._apm_failed(exc)
         ready = self._mic_ready
-        for chunk in chunker.push(block):
+        speech_ended = self._speech_ended
+        chunks = chunker.push(block)
+        for i, chunk in enumerate(chunks):
             frame = frame_type(bytearray(chunk), SAMPLE_RATE, CHANNELS, SAMPLES_PER_FRAME)
             if apm is not None:
                 try:
                     apm.process_stream(frame)  # in place
                 except Exception as exc:
                     self._apm_failed(exc)
+            if speech_ended is not None:
+                # The frame's last sample reached the device one input latency before
+                # this callback (less the frames cut after it from the same block).
+                captured_at = now - self._input_latency - (len(chunks) - 1 - i) * _FRAME_S
+                samples = np.frombuffer(frame.data, dtype=np.int16)
+                ended_at = self._vad.push(samples, captured_at)
+                if ended_at is not None:
+                    self._post(speech_ended, ended_at)
             if len(ready) == _MIC_QUEUE_FRAMES:
                 self._mic_dropped += 1  # the deque drops its oldest frame
             ready.append(frame)

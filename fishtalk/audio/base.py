@@ -84,6 +84,45 @@ class AudioBackend(Protocol):
         ...
 
 
+HandedCallback = Callable[[float, float], None]
+"""``(handed_at, output_latency)``: a marked frame's first sample was handed to the output
+device at ``handed_at`` (monotonic seconds) and will be heard ``output_latency`` seconds
+later (the device's reported latency for that sample). Called on the event loop, once."""
+FlushedCallback = Callable[[float], None]
+"""``(left_at)``: after a flush, the last agent sample left the speaker at ``left_at``
+(monotonic seconds, the device's output latency included). Called on the event loop, once."""
+SpeechEndedCallback = Callable[[float], None]
+"""``(captured_at)``: the user's speech ended; the capture time (monotonic seconds) of the
+last voiced microphone frame. Called on the event loop, once per utterance."""
+
+
+@runtime_checkable
+class LatencyTaps(Protocol):
+    """Optional timing taps of a backend, for heard latency (issue 14).
+
+    A backend that has them lets the session stamp what only the device threads see; one
+    without them (any plain :class:`AudioBackend`) simply yields no audio latency marks.
+    Every callback is handed to the event loop once per event, never per frame.
+    """
+
+    @property
+    def has_output(self) -> bool:
+        """Whether agent audio reaches an output device (no device: no audio marks)."""
+        ...
+
+    def set_speech_ended_callback(self, callback: SpeechEndedCallback | None) -> None:
+        """Run the capture-side voice-activity detector and report each end of speech."""
+        ...
+
+    def play_marked(self, frame: rtc.AudioFrame, on_handed: HandedCallback) -> None:
+        """``play(frame)``, and report when its first sample is handed to the device."""
+        ...
+
+    def flush_playback_marked(self, on_flushed: FlushedCallback) -> None:
+        """``flush_playback()``, and report when the last agent sample left the speaker."""
+        ...
+
+
 class NullAudio:
     """Text-only: no devices, no microphone track, agent audio is discarded."""
 
@@ -113,6 +152,19 @@ class NullAudio:
 
     def flush_playback(self) -> None:
         return None
+
+    @property
+    def has_output(self) -> bool:
+        return False
+
+    def set_speech_ended_callback(self, callback: SpeechEndedCallback | None) -> None:
+        del callback  # no microphone: speech never ends
+
+    def play_marked(self, frame: rtc.AudioFrame, on_handed: HandedCallback) -> None:
+        del frame, on_handed  # discarded: never handed to a device, never reported
+
+    def flush_playback_marked(self, on_flushed: FlushedCallback) -> None:
+        del on_flushed  # nothing was playing
 
     def set_muted(self, muted: bool) -> None:
         del muted
