@@ -98,6 +98,7 @@ async def measure(think: float, turns: int) -> Row:
                 try:
                     state = await _until(now, _closed(n))
                     await _until(now, lambda s: s.agent_state == "listening")
+                    await _quiet(session)
                 except TimeoutError:
                     break
                 measured.append(state.latency.turns[n - 1])
@@ -110,6 +111,25 @@ async def measure(think: float, turns: int) -> Row:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await run
         return Row(think, measured, turns - len(measured))
+
+
+async def _quiet(session: Any, seconds: float = 0.3) -> None:
+    """Until the speaker has been silent for ``seconds`` (the last reply's audio played):
+    a turn sent earlier would take that reply's tail for its own first audio."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TURN_WAIT
+    quiet_since: float | None = None
+    while True:
+        now = loop.time()
+        if session.audio_levels().agent_peak > 1e-3:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= seconds:
+            return
+        if now > deadline:
+            raise TimeoutError("the agent's audio never went quiet")
+        await asyncio.sleep(0.02)
 
 
 def _closed(n: int) -> Callable[[State], bool]:
@@ -135,7 +155,8 @@ async def main(thinks: Sequence[float], turns: int) -> str:
         "## Heard latency (sim agent, virtual devices)",
         "",
         f"The real session against the sim agent, {turns} typed turns per row, each sent once "
-        "the previous reply was over; audio on the virtual PulseAudio speaker (10 ms device "
+        "the previous reply was over and 0.3 s of silence had left the speaker; audio on "
+        "the virtual PulseAudio speaker (10 ms device "
         "blocks). The sim agent's think time is injected (`think_seconds`); its voice is "
         "tones, its first audio frame goes out with its first transcript chunk. Heard = "
         "publish of the turn to the first audible agent sample leaving the speaker (handed "

@@ -141,6 +141,34 @@ async def _connect(
     return session
 
 
+QUIET_FOR = 0.3
+"""Seconds of silence at the speaker after which an agent reply counts as over."""
+
+
+async def _settled(session: Session) -> None:
+    """Wait until the agent listens again and its last sound has left the speaker.
+
+    The agent says ``listening`` once it has fed its last frame; that audio is still in
+    flight for a few hundred ms. A turn sent before it arrived would take the old reply's
+    tail for the new reply's first audio (a real user rarely types that fast).
+    """
+    await _until(session, "the agent to listen", lambda s: s.agent_state == "listening")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT
+    quiet_since: float | None = None
+    while True:
+        now = loop.time()
+        if session.audio_levels().agent_peak > 1e-3:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= QUIET_FOR:
+            return
+        if now > deadline:
+            pytest.fail("the agent's audio never went quiet")
+        await asyncio.sleep(0.02)
+
+
 async def _closed_turn(session: Session, number: int) -> Waterfall:
     """The ``number``-th (1-based) closed turn of the call."""
     state = await _until(
@@ -191,8 +219,8 @@ async def test_typed_turns_measure_at_least_the_injected_delays(
         gap = w.audio_received_at - w.first_text_at
         assert FIRST_AUDIO_DELAY <= gap <= FIRST_AUDIO_DELAY + TOLERANCE, w
         assert injected <= heard <= injected + TOLERANCE, w
-        # The reply is over (the agent listens again) before the next turn is sent.
-        await _until(session, "the reply to end", lambda s: s.agent_state == "listening")
+        # The reply is over (and heard to its end) before the next turn is sent.
+        await _settled(session)
     summary = conv.summarize(session.state.latency.turns)
     assert summary.measured == 3
     assert summary.p50 is not None
