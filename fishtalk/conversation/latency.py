@@ -17,6 +17,70 @@ detector, frames, the device); the reducer adds what it sees itself (agent state
 transcript chunks, the user's final transcript, the interrupt key). Turns whose
 measurement is incomplete carry a reason (:attr:`Waterfall.incomplete`) instead of a
 number. Nothing here imports asyncio, livekit or textual.
+
+How the reducer builds a waterfall
+----------------------------------
+
+**A turn opens** (:attr:`Latency.open`) when the user's turn ends:
+
+* *typed*: when the reducer sends the message (at once, or when the queue flushes);
+  the ``typed_sent`` mark, when the session reports the publish completed, then moves
+  :attr:`Waterfall.user_ended_at` to that moment (never past an agent reaction already
+  seen). ``typed_sent`` never opens a turn by itself;
+* *spoken*: on a ``speech_ended`` mark. The user's final transcript is the turn's
+  :attr:`~Waterfall.user_final_at` (the latest one before the reply begins; one that
+  arrived before the mark, after that end of speech, is adopted);
+* *unprompted*: the agent's reply begins (its first transcript chunk, or an
+  ``audio_received`` mark) while no turn is open, and either no turn was ever opened in
+  the call (its greeting) or the user said something (a final transcript) that no end of
+  speech was seen for. More segments of a reply already measured open nothing.
+
+**The user's turn goes on** while the agent has not answered: another user end (a pause
+in speech, a second message) before the reply begins moves ``user_ended_at`` to the
+latest end (and forgets a ``thinking`` seen before it). An end of speech stamped before
+an *unprompted* turn's reply began (the detector reports late) becomes that turn's end.
+
+**The agent's side**: ``thinking_at`` is when the agent state turned ``thinking`` (after
+the user's end, before the reply); ``first_text_at``/``segment_id`` come from the first
+agent transcript chunk of a segment that began after the user's end; the audio marks
+fill ``audio_received_at``, ``audio_handed_at`` and ``output_latency`` (the first of
+each, never before the user's end; ``audio_handed_at`` is never before
+``audio_received_at``). ``rtt`` marks update :attr:`Latency.rtt`; a turn keeps the
+latest value known when it closes.
+
+**A turn closes** (moves to :attr:`Latency.turns`, never to change again) when:
+
+* its reply is over: the segment that gave the first text closes, and the first audio
+  frame received (if any) has been handed to the device;
+* the next user turn ends after the reply began;
+* the user interrupts (the ``Interrupt`` input);
+* the call ends.
+
+**Why a closed turn has no heard figure** (:attr:`Waterfall.incomplete`), first match:
+
+``no user turn``
+    an *unprompted* turn (always: there is no user end to measure from);
+``text-only``
+    a typed turn that asked for a text-only reply (``State.spoken`` off), unless audio
+    was heard after all;
+``interrupted``
+    the user interrupted, or spoke/typed over the reply, before it was heard;
+``not heard``
+    audio arrived but was not handed to the device before the turn closed;
+``ended``
+    the call ended before the reply began or was heard;
+``no audio``
+    the reply was over without any audio received.
+
+**Interrupts**: the ``Interrupt`` input opens an :class:`InterruptTiming`
+(:attr:`Latency.open_interrupt`, closing the previous one); the ``interrupt_flushed`` and
+``interrupt_wire_stopped`` marks fill it; it closes (into :attr:`Latency.interrupts`)
+when both arrived, at the next interrupt or user turn, or when the call ends.
+
+Marks that fit nowhere (no turn open, already set, earlier than the turn, a value that is
+negative or not finite) are ignored and counted in ``State.debug.ignored_inputs``.
+The change events :class:`~fishtalk.conversation.TurnLatency` and
+:class:`~fishtalk.conversation.InterruptLatency` report each closed turn and interrupt.
 """
 
 from __future__ import annotations

@@ -26,8 +26,9 @@ so front ends may keep references to old ones safely.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from fishtalk.conversation.effects import (
     TIMER_AGENT_JOIN,
@@ -67,7 +68,15 @@ from fishtalk.conversation.inputs import (
     TranscriptStreamClosed,
     TranscriptStreamOpened,
 )
-from fishtalk.conversation.latency import LatencyMark
+from fishtalk.conversation.latency import (
+    MAX_INTERRUPTS,
+    MAX_TURNS,
+    Incomplete,
+    InterruptTiming,
+    LatencyMark,
+    TurnKind,
+    Waterfall,
+)
 from fishtalk.conversation.reasons import (
     AGENT_SIDE_DISCONNECTS,
     END_AGENT_HANGUP,
@@ -261,6 +270,10 @@ def _end(r: _Step, reason: str, at: float) -> None:
     """Move to ``ended`` (idempotent): cancel timers, close open segments, tear down."""
     if r.s.ended:
         return
+    latency = r.s.latency
+    if latency.open is not None or latency.open_interrupt is not None:
+        _lat_close_turn(r, "ended")
+        _lat_close_interrupt(r)
     r.fx += [CancelTimer(name) for name in _active_timers(r.s.clock)]
     for segment_id in r.internal.open_ids:
         seg = r.s.segment_log.get(segment_id)
@@ -309,6 +322,14 @@ def _put_segment(r: _Step, seg: Segment) -> None:
     before = r.s.segment_log
     log, old = before.put(seg)
     r.set(segment_log=log)
+    # Latency: an agent reply's first text and its end; the user's final transcript.
+    if seg.role == "agent":
+        if seg.text and (old is None or not old.text) and not seg.interrupted:
+            _lat_first_text(r, seg)
+        if seg.final and old is not None and not old.final:
+            _lat_reply_closed(r, seg)
+    elif seg.final and not seg.typed and (old is None or not old.final):
+        _lat_user_final(r, seg.updated_at)
     if log.dropped != before.dropped:
         _count_dropped_segments(r, before.blocks[: (log.dropped - before.dropped) // LOG_CHUNK])
     was_open = old is not None and old.open
@@ -371,7 +392,7 @@ def _can_send(state: State) -> bool:
     return state.agent_ready and state.status == "connected"
 
 
-def _flush_queue(r: _Step) -> None:
+def _flush_queue(r: _Step, at: float) -> None:
     """Send queued typed messages in order once the agent is ready and we are connected."""
     queued = r.internal.queued
     if not queued or not _can_send(r.s):
@@ -381,17 +402,18 @@ def _flush_queue(r: _Step) -> None:
         seg = r.s.segment_log.get(q.segment_id)
         if seg is not None and seg.queued:
             _put_segment(r, replace(seg, queued=False))
+        _lat_user_turn_ended(r, "typed", at, text_only=q.message.audio is False)
     r.book(queued=())
 
 
-def _mark_agent_ready(r: _Step) -> None:
+def _mark_agent_ready(r: _Step, at: float) -> None:
     if r.s.agent_ready:
         return
     if r.s.clock.join_deadline is not None:
         r.fx.append(CancelTimer(TIMER_AGENT_JOIN))
         r.clock(join_deadline=None)
     r.set(agent_ready=True)
-    _flush_queue(r)
+    _flush_queue(r, at)
 
 
 def _learn_agent(r: _Step, identity: str, at: float) -> None:
@@ -421,7 +443,7 @@ def _on_connected(r: _Step, inp: Connected) -> None:
     if r.s.muted:
         # The mic is published unmuted by default; re-apply a mute chosen before connecting.
         r.fx.append(SetMicrophoneMuted(True))
-    _flush_queue(r)
+    _flush_queue(r, inp.at)
 
 
 def _on_connect_failed(r: _Step, inp: ConnectFailed) -> None:
@@ -452,7 +474,7 @@ def _on_reconnected(r: _Step, inp: Reconnected) -> None:
         _end(r, _agent_gone_reason(s), inp.at)
         return
     _add_notice(r, "Reconnected.", inp.at, "reconnected")
-    _flush_queue(r)
+    _flush_queue(r, inp.at)
 
 
 def _on_disconnected(r: _Step, inp: Disconnected) -> None:
@@ -479,7 +501,7 @@ def _on_participant_joined(r: _Step, inp: ParticipantJoined) -> None:
     _learn_agent(r, inp.identity, inp.at)
     value = inp.attributes.get(ATTR_AGENT_STATE)
     if value:
-        _apply_agent_state(r, value)
+        _apply_agent_state(r, value, inp.at)
 
 
 def _on_participant_left(r: _Step, inp: ParticipantLeft) -> None:
@@ -502,13 +524,15 @@ def _on_attributes_changed(r: _Step, inp: AttributesChanged) -> None:
     # Only the agent publishes lk.agent.state, so an update before its join event still
     # identifies it (attributes can overtake the participant event).
     _learn_agent(r, inp.identity, inp.at)
-    _apply_agent_state(r, value)
+    _apply_agent_state(r, value, inp.at)
 
 
-def _apply_agent_state(r: _Step, value: str) -> None:
+def _apply_agent_state(r: _Step, value: str, at: float) -> None:
     if value != r.s.agent_state:
         r.set(agent_state=value)
-    _mark_agent_ready(r)
+        if value == "thinking":
+            _lat_thinking(r, at)
+    _mark_agent_ready(r, at)
     _with_mode(r)
 
 
@@ -850,9 +874,10 @@ def _on_send_text(r: _Step, inp: SendText) -> None:
     _put_segment(r, seg)
     if send_now:
         r.fx.append(SendClientEvent(message))
+        _lat_user_turn_ended(r, "typed", inp.at, text_only=not spoken)
         return
     r.book(queued=(*r.internal.queued, QueuedMessage(segment_id, message)))
-    _flush_queue(r)
+    _flush_queue(r, inp.at)
 
 
 def _on_activity(r: _Step, inp: SignalActivity) -> None:
@@ -874,6 +899,9 @@ def _on_interrupt(r: _Step, inp: Interrupt) -> None:
             _put_segment(r, replace(seg, interrupted=True, updated_at=inp.at))
     _with_mode(r)
     r.fx.append(SendClientEvent(UserInterrupt()))
+    _lat_close_turn(r, "interrupted")
+    _lat_close_interrupt(r)
+    _lat_set(r, open_interrupt=InterruptTiming(pressed_at=inp.at))
 
 
 def _on_set_muted(r: _Step, inp: SetMuted) -> None:
@@ -903,9 +931,257 @@ def _on_notice(r: _Step, inp: AddNotice) -> None:
     _add_notice(r, inp.text, inp.at, inp.kind)
 
 
+# --- latency (issue 14): the waterfall of each turn -----------------------------------
+#
+# The rules (when a turn opens and closes, every ``incomplete`` reason) are documented in
+# fishtalk.conversation.latency; these helpers carry them out. Each one first checks the
+# cheap facts (is a turn open, is the mark still missing) so the common input costs a few
+# attribute reads.
+
+_Closing: TypeAlias = Literal["over", "next", "interrupted", "ended"]
+
+
+def _with(obj: _T, **changes: Any) -> _T:
+    """``obj`` with ``changes``: a fresh copy (cheaper than ``dataclasses.replace``, which
+    matters on the reducer's common path); the values are the reducer's own."""
+    new = _copy(obj)
+    for name, value in changes.items():
+        object.__setattr__(new, name, value)
+    return new
+
+
+def _lat_set(r: _Step, **changes: Any) -> None:
+    r.set(latency=_with(r.s.latency, **changes))
+
+
+def _lat_set_open(r: _Step, w: Waterfall) -> None:
+    r.set(latency=_with(r.s.latency, open=w))
+
+
+def _reply_began(w: Waterfall) -> float | None:
+    """When the agent's reply to this turn began (first text or audio), if it did."""
+    began: float | None = None
+    for at in (w.first_text_at, w.audio_received_at, w.audio_handed_at):
+        if at is not None and (began is None or at < began):
+            began = at
+    return began
+
+
+def _lat_open_turn(r: _Step, kind: TurnKind, at: float, *, text_only: bool) -> Waterfall:
+    lat = r.s.latency
+    internal = r.internal
+    thinking = internal.lat_thinking_at
+    final = internal.lat_user_final_at
+    w = Waterfall(
+        turn=lat.earlier_turns + len(lat.turns) + 1,
+        kind=kind,
+        user_ended_at=at,
+        user_final_at=final if final is not None and final >= at and kind != "typed" else None,
+        thinking_at=thinking if thinking is not None and thinking >= at else None,
+    )
+    _lat_set_open(r, w)
+    r.book(lat_user_final_at=None, lat_reply_over=False, lat_text_only=text_only)
+    return w
+
+
+def _lat_user_turn_ended(r: _Step, kind: TurnKind, at: float, *, text_only: bool) -> None:
+    """The user's turn ended at ``at`` (a typed message left, or speech ended)."""
+    lat = r.s.latency
+    if lat.open_interrupt is not None:
+        _lat_close_interrupt(r)
+    w = lat.open
+    if w is not None:
+        began = _reply_began(w)
+        if began is None or (w.kind == "unprompted" and at <= began):
+            # The agent has not answered yet (or its answer began after this end of
+            # speech, reported late): the user's turn goes on, and ends at its latest end.
+            end = max(at, w.user_ended_at) if began is None else at
+            thinking = w.thinking_at
+            final = w.user_final_at
+            _lat_set_open(
+                r,
+                _with(
+                    w,
+                    kind=kind,
+                    user_ended_at=end,
+                    thinking_at=thinking if thinking is not None and thinking >= end else None,
+                    user_final_at=final if final is not None and final >= end else None,
+                ),
+            )
+            r.book(lat_text_only=text_only)
+            return
+        _lat_close_turn(r, "next")
+    _lat_open_turn(r, kind, at, text_only=text_only)
+
+
+def _lat_unprompted(r: _Step, at: float) -> Waterfall | None:
+    """The agent's reply began with no turn open: a turn with no user turn, if the agent
+    spoke first in the call or the user said something no end of speech was seen for."""
+    lat = r.s.latency
+    if (lat.turns or lat.earlier_turns) and r.internal.lat_user_final_at is None:
+        return None  # more of the last reply (another segment): not a new turn
+    final = r.internal.lat_user_final_at
+    w = _lat_open_turn(r, "unprompted", at, text_only=False)
+    if final is not None and final <= at:
+        w = _with(w, user_final_at=final)
+        _lat_set_open(r, w)
+    return w
+
+
+def _lat_thinking(r: _Step, at: float) -> None:
+    r.book(lat_thinking_at=at)
+    w = r.s.latency.open
+    if (
+        w is not None
+        and w.thinking_at is None
+        and at >= w.user_ended_at
+        and _reply_began(w) is None
+    ):
+        _lat_set_open(r, _with(w, thinking_at=at))
+
+
+def _lat_first_text(r: _Step, seg: Segment) -> None:
+    w = r.s.latency.open
+    if w is None:
+        w = _lat_unprompted(r, seg.started_at)
+        if w is None:
+            return
+    if w.first_text_at is not None or min(seg.started_at, seg.updated_at) < w.user_ended_at:
+        return  # not the first text, or a reply that began before this turn
+    _lat_set_open(r, _with(w, first_text_at=seg.updated_at, segment_id=seg.segment_id))
+    if r.internal.lat_user_final_at is not None:
+        r.book(lat_user_final_at=None)  # what the user said meanwhile is being answered
+
+
+def _lat_reply_closed(r: _Step, seg: Segment) -> None:
+    w = r.s.latency.open
+    if w is None or w.segment_id != seg.segment_id:
+        return
+    if w.audio_received_at is not None and w.audio_handed_at is None:
+        r.book(lat_reply_over=True)  # the first frame is on its way to the speaker
+        return
+    _lat_close_turn(r, "over")
+
+
+def _lat_user_final(r: _Step, at: float) -> None:
+    w = r.s.latency.open
+    if (
+        w is not None
+        and w.kind == "spoken"
+        and at >= w.user_ended_at
+        and (w.user_final_at is None or _reply_began(w) is None)
+    ):
+        _lat_set_open(r, _with(w, user_final_at=at))
+        return
+    r.book(lat_user_final_at=at)
+
+
+def _lat_reason(w: Waterfall, closing: _Closing, text_only: bool, over: bool) -> Incomplete | None:
+    if w.kind == "unprompted":
+        return "no user turn"
+    if w.heard_at is not None:
+        return None
+    if text_only:
+        return "text-only"
+    if closing == "interrupted":
+        return "interrupted"
+    if w.audio_received_at is not None:
+        return "not heard"
+    if closing == "ended":
+        return "ended"
+    if closing == "next" and not over:
+        return "interrupted"  # the user spoke or typed over the reply before it was heard
+    return "no audio"
+
+
+def _lat_close_turn(r: _Step, closing: _Closing) -> None:
+    lat = r.s.latency
+    w = lat.open
+    if w is None:
+        return
+    internal = r.internal
+    over = closing == "over" or internal.lat_reply_over
+    closed = _with(w, rtt=lat.rtt, incomplete=_lat_reason(w, closing, internal.lat_text_only, over))
+    turns = (*lat.turns, closed)
+    drop = _bounded(turns, MAX_TURNS)
+    _lat_set(r, open=None, turns=turns[drop:], earlier_turns=lat.earlier_turns + drop)
+    r.book(lat_reply_over=False, lat_text_only=False)
+
+
+def _lat_close_interrupt(r: _Step) -> None:
+    lat = r.s.latency
+    pending = lat.open_interrupt
+    if pending is None:
+        return
+    interrupts = (*lat.interrupts, pending)
+    _lat_set(r, open_interrupt=None, interrupts=interrupts[_bounded(interrupts, MAX_INTERRUPTS) :])
+
+
 def _on_latency_mark(r: _Step, inp: LatencyMark) -> None:
-    """A latency mark from the session (the waterfall logic lands with issue 14)."""
-    del r, inp
+    """A mark only IO can see (see :data:`~fishtalk.conversation.latency.MarkKind`)."""
+    at = inp.at
+    value = inp.value
+    if value is not None and not (math.isfinite(value) and value >= 0.0):
+        value = None
+    if not math.isfinite(at):
+        _ignored(r)
+        return
+    kind = inp.kind
+    lat = r.s.latency
+    w = lat.open
+    if kind == "speech_ended":
+        _lat_user_turn_ended(r, "spoken", at, text_only=False)
+    elif kind == "typed_sent":
+        # The turn opened when the message went out; the publish completing is its end.
+        if w is None or w.kind != "typed" or at < w.user_ended_at or _reply_began(w) is not None:
+            _ignored(r)
+            return
+        # The agent cannot have reacted before the message left: an agent mark seen
+        # before the publish was reported bounds the end.
+        end = at
+        for seen in (w.thinking_at, w.user_final_at):
+            if seen is not None and seen < end:
+                end = seen
+        _lat_set_open(r, _with(w, user_ended_at=end))
+    elif kind == "audio_received":
+        if w is None:
+            w = _lat_unprompted(r, at)
+        if w is None or w.audio_received_at is not None or at < w.user_ended_at:
+            _ignored(r)
+            return
+        handed = w.audio_handed_at
+        _lat_set_open(r, _with(w, audio_received_at=at if handed is None else min(at, handed)))
+        if r.internal.lat_user_final_at is not None:
+            r.book(lat_user_final_at=None)
+    elif kind == "audio_heard":
+        if w is None or w.audio_handed_at is not None or at < w.user_ended_at:
+            _ignored(r)
+            return
+        received = w.audio_received_at
+        handed = at if received is None else max(at, received)
+        _lat_set_open(r, _with(w, audio_handed_at=handed, output_latency=value or 0.0))
+        if r.internal.lat_reply_over:
+            _lat_close_turn(r, "over")
+    elif kind == "rtt":
+        if value is None:
+            _ignored(r)
+            return
+        _lat_set(r, rtt=value)
+    else:
+        pending = lat.open_interrupt
+        if pending is None or at < pending.pressed_at:
+            _ignored(r)
+            return
+        if kind == "interrupt_flushed" and pending.flushed_at is None:
+            pending = _with(pending, flushed_at=at)
+        elif kind == "interrupt_wire_stopped" and pending.wire_stopped_at is None:
+            pending = _with(pending, wire_stopped_at=at)
+        else:
+            _ignored(r)
+            return
+        _lat_set(r, open_interrupt=pending)
+        if pending.flushed_at is not None and pending.wire_stopped_at is not None:
+            _lat_close_interrupt(r)
 
 
 _HANDLERS: Final[dict[type, Any]] = {

@@ -417,6 +417,14 @@ class Internal:
     typed_count: int = 0
     last_activity_sent_at: float | None = None
     debug: Debug = field(default_factory=Debug)
+    lat_thinking_at: float | None = None
+    """Latency: when the agent last entered ``thinking`` (a turn opened later adopts it)."""
+    lat_user_final_at: float | None = None
+    """Latency: a user final transcript no open turn took (a turn opened later adopts it)."""
+    lat_reply_over: bool = False
+    """Latency: the open turn's reply segment closed; only its heard mark is awaited."""
+    lat_text_only: bool = False
+    """Latency: the open turn asked for a text-only reply (typed with ``audio`` off)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,7 @@ def test_a_conversation_as_events() -> None:
         "segment_grew",
         "segment_finalised",
         "mode_change",  # listening
+        "turn_latency",  # the typed turn's reply is over (text-only: no heard figure)
         "error",
         "notice",  # the agent announced the end
         "status_change",
@@ -95,6 +96,11 @@ def test_a_conversation_as_events() -> None:
     ended = events[-1]
     assert isinstance(ended, c.Ended)
     assert ended.reason == "agent_hangup" == s.end_reason
+    latency = by_kind["turn_latency"]
+    assert isinstance(latency, c.TurnLatency)
+    w = latency.waterfall
+    assert (w.kind, w.user_ended_at, w.thinking_at, w.first_text_at) == ("typed", 1.2, 2.6, 3.1)
+    assert (w.segment_id, w.incomplete) == ("aseg", "text-only")
 
 
 def test_interrupt_and_typed_turn_events() -> None:
@@ -117,8 +123,10 @@ def test_interrupt_and_typed_turn_events() -> None:
         "segment_grew",
         "segment_interrupted",
         "mode_change",
+        "turn_latency",  # the greeting (no user turn), closed by the interrupt
         "segment_opened",
         "message_sent",
+        "interrupt_latency",  # the next user turn closes the interrupt's measurement
         "muted_change",
         "spoken_change",
     ]

@@ -101,6 +101,12 @@ def _inputs() -> st.SearchStrategy[c.Input]:
         st.builds(c.SetSpoken, st.booleans(), st.just(at)),
         st.builds(c.LocalError, st.sampled_from(["tool_failed", "x"]), st.just(at)),
         st.builds(c.AddNotice, TEXT, st.just(at)),
+        st.builds(
+            c.LatencyMark,
+            kind=st.sampled_from(c.MARK_KINDS),
+            at=st.just(at),
+            value=st.none() | st.floats(min_value=-1.0, max_value=1.0),
+        ),
     )
 
 
@@ -157,6 +163,16 @@ def _check(state: c.State) -> None:
     for card in state.tools:
         if card.duration is not None:
             assert card.duration >= 0
+    latency = state.latency
+    if state.ended:
+        assert latency.open is None
+        assert latency.open_interrupt is None
+    for w in latency.turns:
+        assert (w.heard is None) == (w.incomplete is not None)
+        assert w.heard is None or w.heard >= 0
+    if latency.open is not None:
+        assert latency.open.incomplete is None
+        assert latency.open.turn == latency.earlier_turns + len(latency.turns) + 1
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,428 @@
+"""The reducer builds each turn's latency waterfall (issue 14): unit tests and a property."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fishtalk import conversation as c
+from fishtalk.protocol import ATTR_AGENT_STATE
+
+ME = "user-1"
+AGENT = "agent"
+
+
+def state_(value: str, at: float) -> c.AttributesChanged:
+    return c.AttributesChanged(AGENT, {ATTR_AGENT_STATE: value}, at)
+
+
+def mark(kind: c.MarkKind, at: float, value: float | None = None) -> c.LatencyMark:
+    return c.LatencyMark(kind, at, value)
+
+
+def feed(inputs: list[c.Input], state: c.State | None = None) -> tuple[c.State, list[c.Change]]:
+    s = state if state is not None else c.initial_state(spoken=True)
+    events: list[c.Change] = []
+    for inp in inputs:
+        new, _ = c.reduce(s, inp)
+        events += c.changes(s, new)
+        s = new
+    return s, events
+
+
+def ready(spoken: bool = True) -> c.State:
+    s, _ = feed([c.Connected(ME, 1.0), state_("listening", 1.1)], c.initial_state(spoken=spoken))
+    return s
+
+
+def reply(seg: str, at: float, words: tuple[str, ...] = ("Sure, ", "here.")) -> list[c.Input]:
+    """An agent segment: opened at ``at``, one chunk per 0.1 s, closed after the last."""
+    stream = f"s-{seg}"
+    out: list[c.Input] = [c.TranscriptStreamOpened(stream, seg, AGENT, False, at)]
+    for i, word in enumerate(words, start=1):
+        out.append(c.TranscriptStreamChunk(stream, seg, word, at + 0.1 * i))
+    out.append(c.TranscriptStreamClosed(stream, seg, at + 0.1 * (len(words) + 1)))
+    return out
+
+
+def user_said(seg: str, text: str, at: float) -> list[c.Input]:
+    stream = f"u-{seg}"
+    return [
+        c.TranscriptStreamOpened(stream, seg, ME, True, at),
+        c.TranscriptStreamChunk(stream, seg, text, at),
+        c.TranscriptStreamClosed(stream, seg, at, final=True),
+    ]
+
+
+def latencies(events: list[c.Change]) -> list[c.Waterfall]:
+    return [e.waterfall for e in events if isinstance(e, c.TurnLatency)]
+
+
+# --- typed turns ------------------------------------------------------------------------------
+
+
+def test_a_typed_turn_heard() -> None:
+    s, events = feed(
+        [
+            c.SendText("hello", 2.0),
+            mark("typed_sent", 2.01),
+            state_("thinking", 2.2),
+            mark("rtt", 2.3, 0.04),
+            state_("speaking", 2.5),
+            mark("audio_received", 2.55),
+            *reply("a1", 2.56),
+            mark("audio_heard", 2.57, 0.03),
+        ],
+        ready(),
+    )
+    assert s.latency.open is None
+    [w] = latencies(events)
+    assert w == s.latency.turns[0]
+    assert (w.turn, w.kind, w.segment_id, w.incomplete) == (1, "typed", "a1", None)
+    assert w.user_ended_at == 2.01  # the publish completed
+    assert (w.thinking_at, w.first_text_at) == (2.2, 2.66)
+    assert w.heard is not None
+    assert abs(w.heard - 0.59) < 1e-9
+    assert w.client_share is not None
+    assert abs(w.client_share - 0.02) < 1e-9
+    assert w.first_text is not None
+    assert abs(w.first_text - 0.65) < 1e-9
+    assert w.rtt == 0.04
+    assert c.badge(w) == "0.59 s"
+
+
+def test_the_turn_closes_when_the_reply_is_over_and_heard() -> None:
+    s, _ = feed([c.SendText("hello", 2.0), mark("audio_received", 2.5), *reply("a1", 2.5)], ready())
+    # The reply's segment closed, but the first frame is still on its way to the speaker.
+    assert s.latency.open is not None
+    assert s.latency.turns == ()
+    s, events = feed([mark("audio_heard", 3.2, 0.05)], s)
+    [w] = latencies(events)
+    assert w.heard is not None
+    assert abs(w.heard - 1.25) < 1e-9
+
+
+def test_a_text_only_turn_says_so() -> None:
+    s, events = feed(
+        [c.SendText("hi", 2.0), state_("thinking", 2.1), *reply("a1", 2.3)], ready(False)
+    )
+    [w] = latencies(events)
+    assert (w.incomplete, w.heard, w.first_text_at) == ("text-only", None, 2.4)
+    assert c.note(w) == "latency: not measured — text-only (first text 0.40 s)"
+    assert s.latency.open is None
+
+
+def test_a_typed_message_that_asks_for_text_only_in_a_spoken_session() -> None:
+    _s, events = feed([c.SendText("hi", 2.0, audio=False), *reply("a1", 2.3)], ready(True))
+    assert [w.incomplete for w in latencies(events)] == ["text-only"]
+
+
+def test_a_spoken_reply_without_audio() -> None:
+    _s, events = feed([c.SendText("hi", 2.0), *reply("a1", 2.3)], ready(True))
+    assert [w.incomplete for w in latencies(events)] == ["no audio"]
+
+
+def test_audio_received_but_never_heard() -> None:
+    _s, events = feed(
+        [c.SendText("hi", 2.0), mark("audio_received", 2.2), *reply("a1", 2.3), c.Hangup(4.0)],
+        ready(True),
+    )
+    assert [w.incomplete for w in latencies(events)] == ["not heard"]
+
+
+def test_a_queued_message_opens_its_turn_when_it_leaves() -> None:
+    s, events = feed(
+        [c.SendText("early", 0.5), c.Connected(ME, 1.0), state_("listening", 1.4)],
+        c.initial_state(spoken=True),
+    )
+    assert s.latency.open is not None
+    assert (s.latency.open.kind, s.latency.open.user_ended_at) == ("typed", 1.4)
+    assert latencies(events) == []
+
+
+def test_two_messages_before_the_reply_are_one_turn_ending_at_the_second() -> None:
+    s, events = feed(
+        [
+            c.SendText("one", 2.0),
+            state_("thinking", 2.1),
+            c.SendText("two", 2.5),
+            *reply("a1", 3.0),
+        ],
+        ready(False),
+    )
+    [w] = latencies(events)
+    assert (w.turn, w.user_ended_at, w.thinking_at) == (1, 2.5, None)
+    assert s.latency.turns == (w,)
+
+
+def test_typed_sent_never_moves_the_end_past_what_the_agent_already_did() -> None:
+    s, _ = feed(
+        [c.SendText("hi", 2.0), state_("thinking", 2.05), mark("typed_sent", 2.08)], ready()
+    )
+    assert s.latency.open is not None
+    assert s.latency.open.user_ended_at == 2.05
+    ignored = s.debug.ignored_inputs
+    s, _ = feed([*reply("a1", 2.3)[:2], mark("typed_sent", 2.5)], s)
+    assert s.latency.open is not None
+    assert s.latency.open.user_ended_at == 2.05
+    assert s.debug.ignored_inputs == ignored + 1
+
+
+# --- spoken turns -----------------------------------------------------------------------------
+
+
+def test_a_spoken_turn() -> None:
+    s, events = feed(
+        [
+            mark("speech_ended", 5.0),
+            *user_said("u1", "What time is it?", 5.4),
+            state_("thinking", 5.5),
+            mark("audio_received", 6.0),
+            mark("audio_heard", 6.01, 0.02),
+            *reply("a1", 6.0),
+        ],
+        ready(),
+    )
+    [w] = latencies(events)
+    assert (w.kind, w.user_ended_at, w.user_final_at, w.thinking_at) == ("spoken", 5.0, 5.4, 5.5)
+    assert w.heard is not None
+    assert abs(w.heard - 1.03) < 1e-9
+    assert s.latency.open is None
+
+
+def test_a_pause_in_speech_moves_the_end_of_the_turn() -> None:
+    s, _ = feed(
+        [
+            mark("speech_ended", 5.0),
+            *user_said("u1", "Well,", 5.3),
+            mark("speech_ended", 6.0),
+        ],
+        ready(),
+    )
+    w = s.latency.open
+    assert w is not None
+    assert (w.turn, w.user_ended_at, w.user_final_at) == (1, 6.0, None)
+
+
+def test_the_final_transcript_may_come_before_the_end_of_speech_mark() -> None:
+    s, _ = feed([*user_said("u1", "Hi", 5.3), mark("speech_ended", 5.0)], ready())
+    w = s.latency.open
+    assert w is not None
+    assert (w.user_ended_at, w.user_final_at) == (5.0, 5.3)
+
+
+def test_a_late_end_of_speech_claims_a_reply_that_already_began() -> None:
+    s, events = feed(
+        [
+            *reply("greeting", 1.5),  # the greeting: no user turn
+            *user_said("u1", "Hi", 5.3),
+            *reply("a1", 5.6)[:2],  # the reply begins before the detector reports
+            mark("speech_ended", 5.0),
+        ],
+        ready(),
+    )
+    assert [w.incomplete for w in latencies(events)] == ["no user turn"]
+    w = s.latency.open
+    assert w is not None
+    assert (w.kind, w.user_ended_at, w.user_final_at, w.segment_id) == ("spoken", 5.0, 5.3, "a1")
+
+
+def test_speaking_over_the_reply_before_it_is_heard_is_an_interruption() -> None:
+    _s, events = feed(
+        [mark("speech_ended", 5.0), *reply("a1", 5.5)[:2], mark("speech_ended", 6.0)], ready()
+    )
+    assert [w.incomplete for w in latencies(events)] == ["interrupted"]
+
+
+# --- unprompted replies, interrupts, the end --------------------------------------------------
+
+
+def test_the_greeting_is_a_turn_with_no_user_turn() -> None:
+    s, events = feed([*reply("hello", 1.5), *reply("more", 2.5)], ready())
+    [w] = latencies(events)
+    assert (w.kind, w.incomplete, w.segment_id, w.heard) == (
+        "unprompted",
+        "no user turn",
+        "hello",
+        None,
+    )
+    assert s.latency.open is None  # the second segment is more of the same reply
+
+
+def test_an_interrupt_closes_the_turn_and_is_measured() -> None:
+    s, events = feed(
+        [
+            c.SendText("tell me a story", 2.0),
+            mark("audio_received", 2.5),
+            *reply("a1", 2.5)[:2],
+            c.Interrupt(3.0),
+            mark("interrupt_flushed", 3.04),
+        ],
+        ready(),
+    )
+    assert [w.incomplete for w in latencies(events)] == ["interrupted"]
+    pending = s.latency.open_interrupt
+    assert pending is not None
+    assert pending.flushed_at == 3.04
+    assert s.latency.interrupts == ()
+    s, events = feed([mark("interrupt_wire_stopped", 3.2)], s)
+    [closed] = [e.interrupt for e in events if isinstance(e, c.InterruptLatency)]
+    assert closed.local_flush is not None
+    assert abs(closed.local_flush - 0.04) < 1e-9
+    assert closed.wire_stop is not None
+    assert abs(closed.wire_stop - 0.2) < 1e-9
+    assert s.latency.interrupts == (closed,)
+    assert s.latency.open_interrupt is None
+
+
+def test_an_interrupt_after_the_reply_was_heard_keeps_its_figure() -> None:
+    _s, events = feed(
+        [
+            c.SendText("hi", 2.0),
+            mark("audio_received", 2.5),
+            mark("audio_heard", 2.51, 0.01),
+            *reply("a1", 2.5)[:2],
+            c.Interrupt(3.0),
+        ],
+        ready(),
+    )
+    [w] = latencies(events)
+    assert w.incomplete is None
+    assert w.heard is not None
+    assert abs(w.heard - 0.52) < 1e-9
+
+
+def test_the_end_of_the_call_closes_what_is_open() -> None:
+    s, events = feed(
+        [c.Interrupt(1.5), c.SendText("hi", 2.0), state_("thinking", 2.1), c.Hangup(2.5)], ready()
+    )
+    assert [w.incomplete for w in latencies(events)] == ["ended"]
+    assert len([e for e in events if isinstance(e, c.InterruptLatency)]) == 1
+    assert s.latency.open is None
+    assert s.latency.open_interrupt is None
+    kinds = [e.kind for e in events]
+    assert kinds.index("turn_latency") < kinds.index("ended")
+
+
+def test_marks_that_fit_nowhere_are_ignored() -> None:
+    s = ready()
+    before = s.debug.ignored_inputs
+    s, events = feed(
+        [
+            mark("audio_heard", 2.0, 0.01),  # no turn open
+            mark("interrupt_flushed", 2.0),  # no interrupt
+            mark("rtt", 2.0, -1.0),  # not a round trip
+            mark("rtt", 2.0, float("nan")),
+            mark("speech_ended", float("inf")),
+        ],
+        s,
+    )
+    assert s.debug.ignored_inputs == before + 5
+    assert s.latency == ready().latency
+    assert events == []
+
+
+def test_turns_are_numbered_and_bounded() -> None:
+    s = ready(False)
+    for n in range(c.MAX_TURNS + 5):
+        s, _ = feed([c.SendText(f"q{n}", 10.0 + n), *reply(f"a{n}", 10.2 + n)], s)
+    assert len(s.latency.turns) == c.MAX_TURNS
+    assert s.latency.earlier_turns == 5
+    assert s.latency.turns[-1].turn == c.MAX_TURNS + 5
+    assert [w.turn for w in s.latency.turns] == list(range(6, c.MAX_TURNS + 6))
+
+
+# --- any order of marks -----------------------------------------------------------------------
+
+MARKS = st.builds(
+    c.LatencyMark,
+    kind=st.sampled_from(c.MARK_KINDS),
+    at=st.just(0.0),
+    value=st.none() | st.floats(min_value=-0.1, max_value=0.5),
+)
+SEGS = st.sampled_from(["a1", "a2", "u1"])
+OTHERS: st.SearchStrategy[c.Input] = st.one_of(
+    st.builds(c.SendText, st.sampled_from(["hi", "more"]), st.just(0.0), st.none() | st.booleans()),
+    st.builds(lambda v: state_(v, 0.0), st.sampled_from(["thinking", "speaking", "listening"])),
+    st.builds(
+        lambda s: c.TranscriptStreamOpened(f"s-{s}", s, ME if s == "u1" else AGENT, s == "u1", 0.0),
+        SEGS,
+    ),
+    st.builds(lambda s: c.TranscriptStreamChunk(f"s-{s}", s, "word ", 0.0), SEGS),
+    st.builds(lambda s: c.TranscriptStreamClosed(f"s-{s}", s, 0.0, s == "u1"), SEGS),
+    st.just(c.Interrupt(0.0)),
+    st.builds(c.SetSpoken, st.booleans(), st.just(0.0)),
+)
+STEP_INPUTS = st.sampled_from(range(60)).flatmap(
+    lambda i: st.just(c.Hangup(0.0)) if i == 0 else MARKS if i % 2 else OTHERS
+)
+
+
+@st.composite
+def mark_scripts(draw: st.DrawFn) -> list[c.Input]:
+    steps = draw(
+        st.lists(st.tuples(st.sampled_from([0.0, 0.01, 0.1, 0.5, -0.05]), STEP_INPUTS), max_size=80)
+    )
+    at = 2.0
+    out: list[c.Input] = []
+    for dt, inp in steps:
+        at += dt
+        out.append(dataclasses.replace(inp, at=at))
+    return out
+
+
+def _check_waterfall(w: c.Waterfall) -> None:
+    for seen in (
+        w.user_final_at,
+        w.thinking_at,
+        w.first_text_at,
+        w.audio_received_at,
+        w.audio_handed_at,
+    ):
+        assert seen is None or seen >= w.user_ended_at
+    if w.audio_received_at is not None and w.audio_handed_at is not None:
+        assert w.audio_handed_at >= w.audio_received_at
+        assert w.client_share is not None
+        assert w.client_share >= 0
+    if w.output_latency is not None:
+        assert w.output_latency >= 0
+    if w.heard is not None:
+        assert w.heard >= 0
+        if w.audio_received_at is not None:
+            assert w.heard >= w.audio_received_at - w.user_ended_at
+        if w.first_text is not None:
+            assert w.first_text >= 0
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mark_scripts(), st.booleans())
+def test_any_order_of_marks_keeps_the_waterfall_sound(script: list[c.Input], spoken: bool) -> None:
+    s = ready(spoken)
+    closed: list[c.Waterfall] = []
+    for inp in script:
+        before = s
+        s, _ = c.reduce(s, inp)
+        lat, was = s.latency, before.latency
+        # Closed turns are never reopened nor changed: the old tuple is a prefix of the new.
+        assert len(lat.turns) >= len(was.turns)
+        assert all(a is b for a, b in zip(was.turns, lat.turns, strict=False))
+        new = [e.waterfall for e in c.changes(before, s) if isinstance(e, c.TurnLatency)]
+        assert tuple(new) == lat.turns[len(was.turns) :]
+        closed += new
+        for w in new:
+            _check_waterfall(w)
+            # A closed turn has a heard figure or says why not, never both.
+            assert (w.heard is None) == (w.incomplete is not None)
+        if lat.open is not None:
+            _check_waterfall(lat.open)
+            assert lat.open.incomplete is None
+            assert lat.open.turn == len(lat.turns) + 1
+        if s.ended:
+            assert lat.open is None
+            assert lat.open_interrupt is None
+        for i in (*lat.interrupts, *([lat.open_interrupt] if lat.open_interrupt else [])):
+            assert i.local_flush is None or i.local_flush >= 0
+            assert i.wire_stop is None or i.wire_stop >= 0
+    assert [w.turn for w in closed] == list(range(1, len(closed) + 1))
