@@ -322,18 +322,27 @@ class _Capture:
         """Seconds from a sample reaching the device to its block's callback."""
 
     def _callback(self, indata: Any, frames: int, time_info: Any, status: Any) -> None:
-        del frames, time_info
         now = time.monotonic()
         self.last_callback = now
         self.blocks += 1
         if status and status.input_overflow:
             self.overflows += 1
+        # When the block's last sample reached the device: PortAudio's ADC time of its
+        # first sample (on the stream's clock, taken relative to its "now") plus the
+        # block, or the latency reported at open when the host API gives no ADC time.
+        try:
+            behind = float(time_info.currentTime) - float(time_info.inputBufferAdcTime)
+        except Exception:
+            behind = -1.0
+        if not 0.0 < behind < 1.0:
+            behind = self.reported_latency + frames / self.format.samplerate
+        captured_at = now - behind + frames / self.format.samplerate
         # No per-block check for digital silence here (a numpy reduction is the dearest
         # thing a callback could do): the watchdog looks at the stored recent blocks.
         if indata.shape[1] == 1:
-            self._sink(indata[:, 0], now)
+            self._sink(indata[:, 0], captured_at)
         else:
-            self._sink(indata.mean(axis=1).astype(np.int16), now)
+            self._sink(indata.mean(axis=1).astype(np.int16), captured_at)
 
     def _finished(self) -> None:
         if not self.closing:
@@ -559,7 +568,6 @@ class SoundDeviceAudio:
         self._failed_note: dict[str, str] = {}
         # Heard latency: the capture-side detector runs only while someone listens.
         self._speech_ended: SpeechEndedCallback | None = None
-        self._input_latency = 0.0
         self._vad = EnergyVad()
 
     # --- contract ---------------------------------------------------------------------
@@ -821,7 +829,6 @@ class SoundDeviceAudio:
                 self._emit(f"no microphone: {_one_line(exc)}")
             return None
         self._cap_chunks = _Rechunker(fmt.samplerate)
-        self._input_latency = capture.reported_latency
         self._vad.reset()
         now = time.monotonic()
         capture.last_callback = now
@@ -869,7 +876,8 @@ class SoundDeviceAudio:
             loop.call_soon_threadsafe(fn, *args)
 
     def _on_capture(self, block: Int16Array, now: float) -> None:
-        """Capture thread: levels, 10 ms frames, the APM, the hand-over to mic_frames()."""
+        """Capture thread: levels, 10 ms frames, the APM, the end-of-speech detector, the
+        hand-over to mic_frames(). ``now``: when the block's last sample was captured."""
         self._mic_levels.store(block, now)  # also read by the watchdog, muted or not
         ring = self._render_ring
         if self._muted:
@@ -909,11 +917,12 @@ class SoundDeviceAudio:
                 except Exception as exc:
                     self._apm_failed(exc)
             if speech_ended is not None:
-                # The frame's last sample reached the device one input latency before
-                # this callback (less the frames cut after it from the same block).
-                captured_at = now - self._input_latency - (len(chunks) - 1 - i) * _FRAME_S
+                # `now` is when the block's last sample reached the device; the frames
+                # cut after this one from the same block came later.
+                captured_at = now - (len(chunks) - 1 - i) * _FRAME_S
                 samples = np.frombuffer(frame.data, dtype=np.int16)
-                ended_at = self._vad.push(samples, captured_at)
+                raw = chunk if apm is not None else None
+                ended_at = self._vad.push(samples, captured_at, raw)
                 if ended_at is not None:
                     self._post(speech_ended, ended_at)
             if len(ready) == _MIC_QUEUE_FRAMES:

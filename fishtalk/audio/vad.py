@@ -24,6 +24,14 @@ The rules, each with its reason:
 * **Hangover**: speech ends only once :data:`HANGOVER_SECONDS` (0.3 s) have passed with no
   voiced frame. Pauses between words and before stressed syllables are mostly shorter
   than 250 ms; a shorter hangover would end a turn in the middle of a sentence.
+* **Raw confirmation**: a processed frame counts as voiced only if the same frame *before*
+  processing is above :data:`RAW_VOICED_DBFS` (-60 dBFS) too. The processed signal says
+  it is the user (echo and stationary noise removed); the raw one says when the sound at
+  the microphone actually stopped, because the APM's filters ring on after it: measured
+  on the virtual chain, a tone's processed tail stayed above -45 dBFS 30-40 ms after the
+  tone ended. The raw threshold is 15 dB lower than the processed one to leave room for
+  the auto gain; in a room whose raw noise is above it, the rule changes nothing and the
+  stamp includes the tail. The raw level is computed only for frames already voiced.
 * **Stamp**: the end is the capture time of the *last voiced frame*, not the moment the
   hangover ran out: the hangover is the detector's own delay, and the user stopped
   speaking when the last voiced frame was captured. The capture time of a frame is the
@@ -51,6 +59,8 @@ ONSET_FRAMES: Final = 3
 """Voiced frames in a row that start an utterance."""
 HANGOVER_SECONDS: Final = 0.3
 """Time without a voiced frame after which an utterance has ended."""
+RAW_VOICED_DBFS: Final = -60.0
+"""The unprocessed frame must be at or above this level for a voiced frame to count."""
 AUDIBLE_DBFS: Final = -50.0
 """A received agent frame at or above this RMS level is not silence."""
 
@@ -91,10 +101,12 @@ class EnergyVad:
         self,
         *,
         voiced_dbfs: float = VOICED_DBFS,
+        raw_voiced_dbfs: float = RAW_VOICED_DBFS,
         onset_frames: int = ONSET_FRAMES,
         hangover: float = HANGOVER_SECONDS,
     ) -> None:
         self._threshold = _level(voiced_dbfs) ** 2
+        self._raw_threshold = _level(raw_voiced_dbfs) ** 2
         self._onset_frames = max(1, onset_frames)
         self._hangover = hangover
         self._run = 0
@@ -108,13 +120,18 @@ class EnergyVad:
         self._run = 0
         self.in_speech = False
 
-    def push(self, samples: Int16Array, captured_at: float) -> float | None:
-        """Feed one frame whose last sample was captured at ``captured_at``.
+    def push(
+        self, samples: Int16Array, captured_at: float, raw: Int16Array | None = None
+    ) -> float | None:
+        """Feed one (processed) frame whose last sample was captured at ``captured_at``;
+        ``raw``: the same frame before processing, if there was any.
 
         Returns the capture time of the utterance's last voiced frame when this frame
         completes the hangover after speech (once per utterance), else None.
         """
-        voiced = mean_square(samples) >= self._threshold
+        voiced = mean_square(samples) >= self._threshold and (
+            raw is None or mean_square(raw) >= self._raw_threshold
+        )
         if voiced:
             if self.in_speech:
                 self.last_voiced_at = captured_at
@@ -136,6 +153,7 @@ __all__ = [
     "AUDIBLE_DBFS",
     "HANGOVER_SECONDS",
     "ONSET_FRAMES",
+    "RAW_VOICED_DBFS",
     "VOICED_DBFS",
     "EnergyVad",
     "is_audible",

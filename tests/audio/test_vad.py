@@ -14,7 +14,7 @@ FRAME_S = FRAME / RATE
 
 
 def _tone(seconds: float, dbfs: float, freq: float = 300.0) -> npt.NDArray[np.int16]:
-    t = np.arange(int(round(seconds * RATE))) / RATE
+    t = np.arange(round(seconds * RATE)) / RATE
     amplitude = 32768 * 10 ** (dbfs / 20) * np.sqrt(2)  # a sine's RMS is peak / sqrt(2)
     return (np.sin(2 * np.pi * freq * t) * amplitude).astype(np.int16)
 
@@ -22,7 +22,7 @@ def _tone(seconds: float, dbfs: float, freq: float = 300.0) -> npt.NDArray[np.in
 def _noise(seconds: float, dbfs: float, seed: int = 1) -> npt.NDArray[np.int16]:
     rng = np.random.default_rng(seed)
     rms = 32768 * 10 ** (dbfs / 20)
-    return (rng.standard_normal(int(round(seconds * RATE))) * rms).astype(np.int16)
+    return (rng.standard_normal(round(seconds * RATE)) * rms).astype(np.int16)
 
 
 def _run(vad: EnergyVad, signal: npt.NDArray[np.int16], start: float = 100.0) -> list[float]:
@@ -90,6 +90,43 @@ def test_a_click_shorter_than_the_onset_is_not_speech() -> None:
 def test_a_quiet_voice_just_above_the_threshold_counts() -> None:
     signal = np.concatenate([_tone(0.5, -42), np.zeros(RATE, np.int16)])
     assert _run(EnergyVad(), signal) == [pytest.approx(100.5, abs=1e-9)]
+
+
+def test_a_processed_tail_without_raw_sound_is_not_voiced() -> None:
+    # The APM's filters ring on after the sound at the mic stops: the processed frames
+    # stay loud for a few frames while the raw ones are already silent.
+    raw = np.concatenate([_tone(0.5, -20), np.zeros(RATE, np.int16)])
+    processed = np.concatenate([_tone(0.54, -20), np.zeros(RATE - RATE * 4 // 100, np.int16)])
+    vad = EnergyVad()
+    ends = []
+    for i in range(raw.size // FRAME):
+        cut = slice(i * FRAME, (i + 1) * FRAME)
+        ended = vad.push(processed[cut], 100.0 + (i + 1) * FRAME_S, raw[cut])
+        if ended is not None:
+            ends.append(ended)
+    assert ends == [pytest.approx(100.5, abs=1e-9)]
+    # Without the raw frames the tail counts: the end is 40 ms later.
+    assert _run(EnergyVad(), processed) == [pytest.approx(100.54, abs=1e-9)]
+
+
+def test_an_auto_gained_quiet_voice_still_counts() -> None:
+    # Raw at -55 dBFS (a quiet mic), processed at -30 after the auto gain: voiced.
+    raw = np.concatenate([_tone(0.5, -55), np.zeros(RATE, np.int16)])
+    processed = np.concatenate([_tone(0.5, -30), np.zeros(RATE, np.int16)])
+    vad = EnergyVad()
+    ends = [
+        e
+        for i in range(raw.size // FRAME)
+        if (
+            e := vad.push(
+                processed[i * FRAME : (i + 1) * FRAME],
+                100.0 + (i + 1) * FRAME_S,
+                raw[i * FRAME : (i + 1) * FRAME],
+            )
+        )
+        is not None
+    ]
+    assert ends == [pytest.approx(100.5, abs=1e-9)]
 
 
 def test_reset_forgets_an_utterance() -> None:

@@ -1,0 +1,171 @@
+"""Heard-latency marks end to end: the real session, the sim agent, virtual devices.
+
+The session feeds conv.LatencyMark inputs for what only IO sees; these tests read the
+marks themselves (through an observer, which sees every input before it is reduced), not
+what the reducer makes of them. Needs the network namespace and PulseAudio::
+
+    .venv/bin/python -m fishtalk.sim.netns -- .venv/bin/pytest tests/audio -q
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import defaultdict
+
+import pytest
+from audio_signals import tone
+
+from fishtalk import conversation as conv
+from fishtalk import observe
+from fishtalk.config import load_settings
+from fishtalk.launch import build_session
+from fishtalk.paths import CONFIG_PATH_ENV
+from fishtalk.session import Session
+from fishtalk.sim import run_sim
+from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
+
+pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(120)]
+
+WAIT = 20.0
+
+_TALKER = parse_scenario(
+    """
+    then = "converse"
+    [agent]
+    greeting = ""
+    voice = "tones"
+    idle_seconds = 0
+    """,
+    name="talker",
+)
+
+
+class MarkLog:
+    """Every LatencyMark the session feeds, in order, with a wake-up per new mark."""
+
+    def __init__(self, session: Session) -> None:
+        self.marks: list[conv.LatencyMark] = []
+        self._changed = asyncio.Event()
+        session.add_observer(self._observe)
+
+    def _observe(self, item: observe.Observation) -> None:
+        if isinstance(item, conv.LatencyMark):
+            self.marks.append(item)
+            self._changed.set()
+
+    def of(self, kind: str) -> list[conv.LatencyMark]:
+        return [m for m in self.marks if m.kind == kind]
+
+    async def wait(self, kind: str, count: int = 1, within: float = WAIT) -> conv.LatencyMark:
+        """The ``count``-th mark of ``kind`` (waiting for it, bounded)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while len(self.of(kind)) < count:
+            left = deadline - loop.time()
+            if left <= 0:
+                pytest.fail(f"no {kind} mark #{count} within {within} s; marks: {self.marks}")
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
+        return self.of(kind)[count - 1]
+
+
+def _settings(sim_url: str, dev_key: str, **session: object) -> object:
+    overrides: dict[str, object] = {
+        "api.url": sim_url,
+        "api.api_key": dev_key,
+        "session.agent_id": "talker",
+        "audio.input_device": MIC,
+        "audio.output_device": SPEAKER,
+    }
+    overrides.update({f"session.{k}": v for k, v in session.items()})
+    return load_settings(env={CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"}, overrides=overrides)
+
+
+async def _ready(session: Session) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT
+    while not (session.state.status == "connected" and session.state.agent_ready):
+        if loop.time() > deadline:
+            pytest.fail(f"the agent was not ready in time; state: {session.state}")
+        await asyncio.sleep(0.02)
+
+
+async def test_a_typed_and_a_spoken_turn_and_an_interrupt_leave_their_marks_in_order(
+    vaudio: VirtualAudio,
+) -> None:
+    async with run_sim(scenarios={"talker": _TALKER}) as sim:
+        session = build_session(_settings(sim.api_url, sim.dev_key))  # type: ignore[arg-type]
+        log = MarkLog(session)
+        run = asyncio.create_task(session.run())
+        try:
+            await _ready(session)
+
+            # A typed turn: the publish, then the reply's first audible frame, then the
+            # moment it was handed to the speaker with the device's latency.
+            before = time.monotonic()
+            session.send_text("hello there")
+            heard = await log.wait("audio_heard")
+            typed = log.of("typed_sent")
+            received = log.of("audio_received")
+            assert len(typed) == len(received) == 1
+            assert before <= typed[0].at <= received[0].at <= heard.at <= time.monotonic()
+            assert heard.value is not None
+            assert 0.0 < heard.value < 0.5
+            assert log.marks.index(typed[0]) < log.marks.index(received[0])
+            assert log.marks.index(received[0]) < log.marks.index(heard)
+
+            # The network round trip, from the SDK's RTC stats.
+            rtt = await log.wait("rtt")
+            assert rtt.value is not None
+            assert 0.0 < rtt.value < 1.0
+
+            # A spoken turn: a tone into the virtual mic; its end is found by the detector.
+            feeder = vaudio.feed_mic(tone(440, 1.0, amplitude=0.3).tobytes())
+            try:
+                spoken = await log.wait("speech_ended")
+            finally:
+                await asyncio.to_thread(feeder.wait, 10)
+            second_heard = await log.wait("audio_heard", 2)
+            second_received = log.of("audio_received")[1]
+            assert heard.at < spoken.at < second_received.at <= second_heard.at
+            assert log.marks.index(spoken) < log.marks.index(second_received)
+
+            # An interrupt during a long reply: the local flush and the wire's end.
+            await _until_quiet(session)
+            session.send_text(" ".join(["word"] * 40))
+            await log.wait("audio_heard", 3)
+            pressed = time.monotonic()
+            session.interrupt()
+            flushed = await log.wait("interrupt_flushed")
+            stopped = await log.wait("interrupt_wire_stopped")
+            assert pressed < flushed.at
+            assert pressed <= stopped.at <= time.monotonic()
+            # Each kind once per event, never per frame.
+            counts: dict[str, int] = defaultdict(int)
+            for mark in log.marks:
+                counts[mark.kind] += 1
+            assert counts["interrupt_flushed"] == counts["interrupt_wire_stopped"] == 1
+            assert counts["speech_ended"] == 1
+            assert counts["audio_received"] == counts["audio_heard"] == 3
+
+            session.hangup()
+            await asyncio.wait_for(run, 15)
+        finally:
+            if not run.done():
+                run.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await run
+
+
+async def _until_quiet(session: Session) -> None:
+    """Wait until the agent's reply is over (it listens again)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT
+    while session.state.mode != "listening":
+        if loop.time() > deadline:
+            pytest.fail(f"the agent kept talking; state: {session.state}")
+        await asyncio.sleep(0.02)
