@@ -7,13 +7,17 @@ adds to a turn is known. The session measures each turn on its own clock
 must be at least what was injected, because nothing can come sooner than the agent sends
 it, and at most ``TOLERANCE`` above it.
 
-``TOLERANCE`` (1.5 s) covers what lies between the injected delays and the speaker and is
+``TOLERANCE`` (3 s) covers what lies between the injected delays and the speaker and is
 not injected: the agent's own steps (a state change and a text stream opened per reply,
 tens of ms), the audio's trip through Opus, the sim's relay and the jitter buffer (about
-0.2 s here), the device's output latency (tens of ms), and scheduling on a loaded 2-core
-machine running other tests. It is an upper bound meant to catch a measurement that is
-wrong (a mark from the wrong frame, a clock mixed up, a turn closed late), not a
-performance goal: bench/bench_latency.py measures what the figures really are.
+0.2 s here), the device's output latency (about 20 ms), and scheduling: the sim, its
+relay and the session share one process and one event loop, on a 2-core machine that
+runs other tests at the same time. On a quiet machine heard comes out 0.25-0.35 s above
+the injected delays; under a load average of 4 we saw 1.7 s above. It is an upper bound
+meant to catch a measurement that is wrong (a mark from the wrong frame or the reply's
+end, a turn opened at the wrong user turn, a clock mixed up: each of these is off by a
+reply's length, 3-5 s here, or by far more), not a performance goal:
+bench/bench_latency.py measures what the figures really are.
 
 Spoken turns go through the virtual PulseAudio chain: a tone played into the virtual
 mic, the session's detector ends the turn at the end of that tone, and the sim agent
@@ -47,7 +51,7 @@ from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(120)]
 
-TOLERANCE = 1.5
+TOLERANCE = 3.0
 """Seconds a measured figure may exceed the injected delay (see the module docstring)."""
 SIM_ENDPOINTING = SpeechDetector().hangover
 """Quiet the sim agent waits for after the user's sound before it takes the turn."""

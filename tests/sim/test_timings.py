@@ -5,12 +5,18 @@ What the heard-latency tests (tests/latency) inject has to be what the sim does,
 setting is measured here on the user's side of the wire, with the user's own clock:
 
 * a figure measured from cause to effect is at least the injected time (the agent cannot
-  answer before it was asked), and at most ``TOLERANCE`` above it: the rest is the sim's
-  own work (a state change and a text stream opened per reply, the audio's trip through
-  Opus and the jitter buffer, ~0.2 s) plus scheduling on a loaded 2-core machine;
+  answer before it was asked), and at most ``TOLERANCE`` (3 s) above it: the rest is the
+  sim's own work (a state change and a text stream opened per reply, the audio's trip
+  through Opus and the jitter buffer, ~0.2 s) plus scheduling: the sim and the user share
+  one process and event loop, on a 2-core machine running other tests (under a load
+  average of 4, delays of 1.7 s above the injected ones were seen). A setting that is
+  ignored is off by far more or comes out short: each test below says how;
 * a figure measured between two transcript chunks of one stream may come out up to
-  ``JITTER`` short: both travel the same ordered data channel, and only the difference of
-  their delivery delays can shorten the gap.
+  ``SLACK`` (0.3 s) short: both travel the same ordered data channel, so only the
+  difference of their delivery delays can shorten the gap, and the agent writes each
+  chunk when its audio is due on a clock started with the reply, so a busy event loop
+  that writes the first chunk late shortens the gap too. A wrong chunk length or pace
+  changes the gaps measured here by more than a second.
 
 Run: ``.venv/bin/python -m fishtalk.sim.netns -- .venv/bin/pytest tests/sim/test_timings.py -q``
 """
@@ -37,9 +43,9 @@ from fishtalk.sim.fish.voice import SAMPLE_RATE, ToneVoice, split_words
 
 from .sim_user import UserClient
 
-TOLERANCE = 1.5
+TOLERANCE = 3.0
 """Seconds a measured figure may exceed the injected one (see the module docstring)."""
-JITTER = 0.05
+SLACK = 0.3
 """Seconds a chunk-to-chunk gap may come out short of the injected one."""
 
 # --- parsing and validation (no network) --------------------------------------------
@@ -229,7 +235,7 @@ async def test_first_audio_comes_after_the_first_text_by_the_delay() -> None:
             # The text ran ahead: the second word came only with the audio.
             await user.until(lambda: stream.closed, within=30.0)
             assert stream.text.startswith("You said: hello")
-            assert stream.chunk_times[1] - first_text >= delay - JITTER
+            assert stream.chunk_times[1] - first_text >= delay - SLACK
         finally:
             _journal(sim)
             await user.close()
@@ -264,10 +270,12 @@ async def test_audio_chunks_and_real_time_factor_pace_the_reply() -> None:
             await user.until(lambda: user.states[-1:] == ["listening"])
             _, reply = await _ask(user, "one two three four")
             expected = _paced_span(reply.text, chunk_ms, factor)
-            # Real time in 20 ms chunks would be less than half of it: the check tells.
-            assert _paced_span(reply.text, 20, 1.0) + FEED_LEAD < expected / 2
+            # Real time would be about half of it, and 20 ms chunks a second less: the
+            # check below tells either mistake.
+            assert _paced_span(reply.text, chunk_ms, 1.0) < expected - 3 * SLACK
+            assert _paced_span(reply.text, 20, factor) < expected - 3 * SLACK
             measured = reply.chunk_times[-1] - reply.chunk_times[0]
-            assert expected - JITTER <= measured <= expected + TOLERANCE
+            assert expected - SLACK <= measured <= expected + TOLERANCE
             assert user.loud_frames > 0  # chunks of 100 ms reach the user as sound
         finally:
             _journal(sim)
