@@ -23,13 +23,19 @@ Run: ``.venv/bin/python -m fishtalk.sim.netns -- .venv/bin/pytest tests/sim/test
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import sys
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import pytest
 
 from fishtalk import protocol as p
 from fishtalk.sim import SimHandle, run_sim
+from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
 from fishtalk.sim.fish.scenario import (
     AgentSettings,
     ScenarioError,
@@ -280,3 +286,57 @@ async def test_audio_chunks_and_real_time_factor_pace_the_reply() -> None:
         finally:
             _journal(sim)
             await user.close()
+
+
+@dataclass(frozen=True)
+class _Served:
+    """Where a ``fishtalk sim serve`` process listens (what UserClient reads of a handle)."""
+
+    api_url: str
+    dev_key: str = DEFAULT_DEV_KEY
+
+
+@pytest.mark.webrtc
+async def test_sim_serve_agent_setting_reaches_the_agent() -> None:
+    """``fishtalk sim serve --agent-setting think_seconds=...`` (a person's way to slow the
+    agent down) is what the agent of a built-in scenario then does."""
+    think = 0.9
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "fishtalk",
+        "sim",
+        "serve",
+        "--port",
+        "0",
+        "--agent-setting",
+        f"think_seconds={think}",
+        "--agent-setting",
+        "greeting=",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    try:
+        api_url = ""
+        while not api_url:
+            line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+            assert line, "sim serve printed no API URL"
+            if "API URL:" in line:
+                api_url = line.split("API URL:")[1].strip()
+        user = UserClient(cast(SimHandle, _Served(api_url)))
+        try:
+            await user.start("converse")
+            await user.until(lambda: user.states[-1:] == ["listening"])
+            asked, reply = await _ask(user, "slowly", audio=False)
+            assert think <= reply.chunk_times[0] - asked <= think + TOLERANCE
+        finally:
+            await user.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            await asyncio.wait_for(proc.wait(), 20)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
