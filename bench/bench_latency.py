@@ -4,7 +4,7 @@ The real session (:class:`fishtalk.session.Session`, audio on the virtual PulseA
 speaker and mic) talks to the sim agent. For each injected think time (the sim agent's
 ``think_seconds``: how long it shows ``thinking`` before its reply) it sends typed turns
 one after another, each once the previous reply is over, and reads the turn's waterfall
-from ``state.latency``:
+from ``state.latency``; then a row of spoken turns (a tone played into the virtual mic):
 
 * heard: end of the user's turn (the publish) to the first audible agent sample leaving
   the speaker (handed to the device + the device's reported output latency);
@@ -18,7 +18,7 @@ p50 and p95 by the nearest-rank method (:func:`fishtalk.conversation.percentile`
 Needs the private network namespace and PulseAudio::
 
     .venv/bin/python -m fishtalk.sim.netns -- .venv/bin/python bench/bench_latency.py \
-        [--turns 20] [--think 0 0.3 0.8]
+        [--turns 20] [--think 0 0.3 0.8] [--spoken 10]
 
 Prints one markdown section.
 """
@@ -33,16 +33,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from fishtalk.conversation import State, Waterfall
 from fishtalk.conversation.latency import percentile
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, virtual_audio
+from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio, virtual_audio
 
 TURN_WAIT = 30.0
 
 
 @dataclass
 class Row:
+    label: str
     think: float
+    """Injected think time, seconds."""
+    before_think: float
+    """What else the sim waits for before it thinks (its endpointing for spoken turns)."""
     turns: list[Waterfall]
     unanswered: int
     """Turns the sim did not answer in time (the row stops at the first)."""
@@ -61,15 +67,21 @@ async def _until(state: Callable[[], State], predicate: Callable[[State], Any]) 
     return state()
 
 
-async def measure(think: float, turns: int) -> Row:
-    """``turns`` typed turns against the sim agent thinking ``think`` s."""
+SPEECH_SECONDS = 0.8
+"""Length of the tone played into the virtual mic for a spoken turn."""
+
+
+async def measure(think: float, turns: int, speak: VirtualAudio | None = None) -> Row:
+    """``turns`` turns against the sim agent thinking ``think`` s: typed, or with
+    ``speak``, spoken (a tone played into its virtual mic)."""
     from fishtalk.config import load_settings
     from fishtalk.launch import build_session
     from fishtalk.paths import CONFIG_PATH_ENV
     from fishtalk.sim import run_sim
-    from fishtalk.sim.fish.voice import ToneVoice
+    from fishtalk.sim.fish.voice import SpeechDetector, ToneVoice, silence, tone
 
     overrides = {"greeting": "", "idle_seconds": 0, "voice": "tones", "think_seconds": think}
+    speech = np.concatenate([tone(440.0, SPEECH_SECONDS, amplitude=0.3), silence(0.2)])
     async with run_sim("converse", voice=ToneVoice(), agent_overrides=overrides) as sim:
         settings = load_settings(
             env={CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"},
@@ -94,13 +106,20 @@ async def measure(think: float, turns: int) -> Row:
 
             await _until(now, ready)
             for n in range(1, turns + 1):
-                session.send_text(f"turn {n}")
+                feeder = None
+                if speak is None:
+                    session.send_text(f"turn {n}")
+                else:
+                    feeder = speak.feed_mic(speech.tobytes())
                 try:
                     state = await _until(now, _closed(n))
                     await _until(now, lambda s: s.agent_state == "listening")
                     await _quiet(session)
                 except TimeoutError:
                     break
+                finally:
+                    if feeder is not None:
+                        await asyncio.to_thread(feeder.wait, 10)
                 measured.append(state.latency.turns[n - 1])
         finally:
             session.hangup()
@@ -110,7 +129,10 @@ async def measure(think: float, turns: int) -> Row:
                 run.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await run
-        return Row(think, measured, turns - len(measured))
+    if speak is None:
+        return Row("typed", think, 0.0, measured, turns - len(measured))
+    endpointing = SpeechDetector().hangover
+    return Row("spoken", think, endpointing, measured, turns - len(measured))
 
 
 async def _quiet(session: Any, seconds: float = 0.3) -> None:
@@ -147,38 +169,57 @@ def _p(values: Sequence[float], q: float) -> float | None:
     return percentile(values, q)
 
 
-async def main(thinks: Sequence[float], turns: int) -> str:
+def _gap(t: Waterfall) -> float | None:
+    """First transcript chunk to first audible audio received (the voice's trip)."""
+    if t.first_text_at is None or t.audio_received_at is None:
+        return None
+    return t.audio_received_at - t.first_text_at
+
+
+async def main(thinks: Sequence[float], turns: int, spoken: int, va: VirtualAudio) -> str:
     load_before = os.getloadavg()
     rows = [await measure(think, turns) for think in thinks]
+    if spoken:
+        rows.append(await measure(SPOKEN_THINK, spoken, speak=va))
     load_after = os.getloadavg()
     lines = [
         "## Heard latency (sim agent, virtual devices)",
         "",
-        f"The real session against the sim agent, {turns} typed turns per row, each sent once "
-        "the previous reply was over and 0.3 s of silence had left the speaker; audio on "
-        "the virtual PulseAudio speaker (10 ms device "
-        "blocks). The sim agent's think time is injected (`think_seconds`); its voice is "
-        "tones, its first audio frame goes out with its first transcript chunk. Heard = "
-        "publish of the turn to the first audible agent sample leaving the speaker (handed "
-        "to the device + reported output latency). Client share = that frame received to "
-        "handed to the device. Milliseconds, nearest-rank percentiles over the measured "
-        f"turns; one run on a shared machine (load average, 1 min: {load_before[0]:.1f} "
-        f"before, {load_after[0]:.1f} after).",
+        "The real session against the sim agent; each turn starts once the previous reply "
+        "was over and 0.3 s of silence had left the speaker. Audio on the virtual PulseAudio "
+        "speaker and mic (10 ms device blocks). The sim agent's think time is injected "
+        "(`think_seconds`); its voice is tones, its first audio frame goes out with its first "
+        "transcript chunk. Typed turns: heard runs from the publish of the turn. Spoken "
+        f"turns: a {SPEECH_SECONDS:.1f} s tone into the virtual mic; heard runs from the end "
+        "of speech found by the session's detector, and the sim waits for "
+        "0.8 s of quiet (its endpointing) before it thinks, so that is injected too. "
+        "Heard ends when the first audible agent sample leaves the speaker (handed to the "
+        "device + reported output latency). Columns: heard − injected = what is not "
+        "injected; voice = first transcript chunk to first audible audio received (the "
+        "agent's audio through Opus, the sim's relay and the jitter buffer); client share = "
+        "that frame received to handed to the device (fishtalk's own part; its target is one "
+        "10 ms frame plus the device block). Milliseconds, nearest-rank percentiles over the "
+        f"measured turns; one run on a shared 2-core machine (load average, 1 min: "
+        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after).",
         "",
-        "| think | turns measured | heard p50 | heard p95 | heard − think p50 | "
-        "first text p50 | client share p50 | client share p95 | output latency p50 |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| turns | think | measured | heard p50 | heard p95 | heard − injected p50 | "
+        "first text p50 | voice p50 | client share p50 | client share p95 | "
+        "output latency p50 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         heard = row.values(lambda t: t.heard)
         first = row.values(lambda t: t.first_text)
+        voice = row.values(_gap)
         share = row.values(lambda t: t.client_share)
         output = row.values(lambda t: t.output_latency)
-        over = [h - row.think for h in heard]
+        over = [h - row.think - row.before_think for h in heard]
+        total = len(row.turns) + row.unanswered
         lines.append(
-            f"| {row.think * 1000:.0f} | {len(heard)} of {turns} | {_ms(_p(heard, 0.5))} | "
-            f"{_ms(_p(heard, 0.95))} | {_ms(_p(over, 0.5))} | {_ms(_p(first, 0.5))} | "
-            f"{_ms(_p(share, 0.5))} | {_ms(_p(share, 0.95))} | {_ms(_p(output, 0.5))} |"
+            f"| {row.label} | {row.think * 1000:.0f} | {len(heard)} of {total} | "
+            f"{_ms(_p(heard, 0.5))} | {_ms(_p(heard, 0.95))} | {_ms(_p(over, 0.5))} | "
+            f"{_ms(_p(first, 0.5))} | {_ms(_p(voice, 0.5))} | {_ms(_p(share, 0.5))} | "
+            f"{_ms(_p(share, 0.95))} | {_ms(_p(output, 0.5))} |"
         )
     incomplete = {
         reason: sum(1 for row in rows for t in row.turns if t.incomplete == reason)
@@ -198,10 +239,15 @@ async def main(thinks: Sequence[float], turns: int) -> str:
     return "\n".join(lines)
 
 
+SPOKEN_THINK = 0.3
+"""Think time of the spoken row."""
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--turns", type=int, default=20, help="typed turns per think time")
     parser.add_argument("--think", type=float, nargs="+", default=[0.0, 0.3, 0.8])
+    parser.add_argument("--spoken", type=int, default=10, help="spoken turns (0: none)")
     args = parser.parse_args()
-    with virtual_audio():
-        print(asyncio.run(main(args.think, args.turns)))
+    with virtual_audio() as va:
+        print(asyncio.run(main(args.think, args.turns, args.spoken, va)))
