@@ -91,7 +91,7 @@ def test_timings_parse_from_the_agent_table() -> None:
         ("audio_chunk_ms = 15", "agent.audio_chunk_ms: Input should be a multiple of 10"),
         ("audio_chunk_ms = 0", "agent.audio_chunk_ms: Input should be greater than or equal"),
         ("audio_chunk_ms = 400", "agent.audio_chunk_ms: Input should be less than or equal"),
-        ("audio_realtime_factor = 0", "agent.audio_realtime_factor: Input should be greater"),
+        ("audio_realtime_factor = 0.5", "agent.audio_realtime_factor: Input should be greater"),
         ("audio_realtime_factor = 11", "agent.audio_realtime_factor: Input should be less"),
     ],
 )

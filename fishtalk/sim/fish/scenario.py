@@ -34,8 +34,7 @@ A scenario is a TOML file (stdlib ``tomllib``; no code runs from it). Top level:
     audio_realtime_factor = 1.0       # wall seconds taken to feed one second of audio:
                                       # 1.0 real time; 2.0 a chunk every twice its length
                                       # (a voice that cannot keep up: the listener hears
-                                      # gaps); below 1 faster, as far as the track's
-                                      # 200 ms queue takes it (0.1-10)
+                                      # gaps) (1-10)
 
     [[steps]]                         # run in order; each has a `do` key
     do = "say"
@@ -129,7 +128,7 @@ class AgentSettings(_Model):
     """Between a spoken line's first transcript chunk and its first audio frame."""
     audio_chunk_ms: int = Field(default=20, ge=10, le=200, multiple_of=10)
     """Length of the audio chunks fed to the voice track."""
-    audio_realtime_factor: float = Field(default=1.0, ge=0.1, le=10)
+    audio_realtime_factor: float = Field(default=1.0, ge=1, le=10)
     """Wall seconds taken to feed one second of audio (1.0: real time)."""
 
 

@@ -165,11 +165,7 @@ class Speech:
             upcoming.cancel()
             # Retrieve its outcome so an interrupted render never logs "never retrieved".
             upcoming.add_done_callback(lambda t: t.cancelled() or t.exception())
-        pace = settings.audio_realtime_factor
-        remaining = start + sent * pace / SAMPLE_RATE - loop.time()
-        if pace < 1:
-            # Fed faster than real time: what is still queued has yet to play.
-            remaining = max(remaining, self._source.queued_duration)
+        remaining = start + sent * settings.audio_realtime_factor / SAMPLE_RATE - loop.time()
         if remaining > 0:
             await asyncio.sleep(remaining)
 
