@@ -1,16 +1,19 @@
 """Heard latency on the sim, as fishtalk measures it, with injected think times.
 
 The real session (:class:`fishtalk.session.Session`, audio on the virtual PulseAudio
-speaker and mic) talks to the sim agent. For each injected think time (the sim agent's
-``think_seconds``: how long it shows ``thinking`` before its reply) it sends typed turns
-one after another, each once the previous reply is over, and reads the turn's waterfall
-from ``state.latency``; then a row of spoken turns (a tone played into the virtual mic):
+speaker and mic) talks to the sim agent, which runs in a process of its own
+(``fishtalk sim serve --agent-setting ...``, as a remote agent would). For each injected
+think time (the sim agent's ``think_seconds``: how long it shows ``thinking`` before its
+reply) it sends typed turns one after another, each once the previous reply is over, and
+reads each turn's waterfall from ``state.latency``; then a row of spoken turns (a tone
+played into the virtual mic). Per row:
 
-* heard: end of the user's turn (the publish) to the first audible agent sample leaving
-  the speaker (handed to the device + the device's reported output latency);
-* heard minus think: what is not injected (the agent's own steps, the network, Opus and
-  the jitter buffer, the client, the device);
+* heard: end of the user's turn (the publish, or the end of speech) to the first audible
+  agent sample leaving the speaker (handed to the device + its reported output latency);
+* heard minus injected: what is not injected (the agent's own steps, the network, Opus
+  and the jitter buffer, the client, the device);
 * first text: end of the turn to the agent's first transcript chunk;
+* voice: first transcript chunk to first audible agent audio received;
 * client share: first audible agent frame received to handed to the device, the part
   fishtalk itself adds (its target: one 10 ms frame plus the device block).
 
@@ -29,7 +32,9 @@ import argparse
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable, Sequence
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +42,7 @@ import numpy as np
 
 from fishtalk.conversation import State, Waterfall
 from fishtalk.conversation.latency import percentile
+from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
 from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio, virtual_audio
 
 TURN_WAIT = 30.0
@@ -67,6 +73,45 @@ async def _until(state: Callable[[], State], predicate: Callable[[State], Any]) 
     return state()
 
 
+@contextlib.asynccontextmanager
+async def _sim_serve(agent_settings: dict[str, object]) -> AsyncIterator[str]:
+    """``fishtalk sim serve`` in a process of its own (as a remote agent would be: its
+    relay and agent do not share the session's event loop); yields its API URL."""
+    args = [f"--agent-setting={key}={value}" for key, value in agent_settings.items()]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "fishtalk",
+        "sim",
+        "serve",
+        "--port",
+        "0",
+        "--scenario",
+        "converse",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    try:
+        api_url = ""
+        while not api_url:
+            line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+            if not line:
+                raise RuntimeError("fishtalk sim serve did not start")
+            if "API URL:" in line:
+                api_url = line.split("API URL:")[1].strip()
+        yield api_url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            await asyncio.wait_for(proc.wait(), 20)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
 SPEECH_SECONDS = 0.8
 """Length of the tone played into the virtual mic for a spoken turn."""
 
@@ -77,17 +122,16 @@ async def measure(think: float, turns: int, speak: VirtualAudio | None = None) -
     from fishtalk.config import load_settings
     from fishtalk.launch import build_session
     from fishtalk.paths import CONFIG_PATH_ENV
-    from fishtalk.sim import run_sim
-    from fishtalk.sim.fish.voice import SpeechDetector, ToneVoice, silence, tone
+    from fishtalk.sim.fish.voice import SpeechDetector, silence, tone
 
     overrides = {"greeting": "", "idle_seconds": 0, "voice": "tones", "think_seconds": think}
     speech = np.concatenate([tone(440.0, SPEECH_SECONDS, amplitude=0.3), silence(0.2)])
-    async with run_sim("converse", voice=ToneVoice(), agent_overrides=overrides) as sim:
+    async with _sim_serve(overrides) as api_url:
         settings = load_settings(
             env={CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"},
             overrides={
-                "api.url": sim.api_url,
-                "api.api_key": sim.dev_key,
+                "api.url": api_url,
+                "api.api_key": DEFAULT_DEV_KEY,
                 "session.agent_id": "converse",
                 "audio.input_device": MIC,
                 "audio.output_device": SPEAKER,
@@ -185,7 +229,8 @@ async def main(thinks: Sequence[float], turns: int, spoken: int, va: VirtualAudi
     lines = [
         "## Heard latency (sim agent, virtual devices)",
         "",
-        "The real session against the sim agent; each turn starts once the previous reply "
+        "The real session against the sim agent (`fishtalk sim serve` in its own process); "
+        "each turn starts once the previous reply "
         "was over and 0.3 s of silence had left the speaker. Audio on the virtual PulseAudio "
         "speaker and mic (10 ms device blocks). The sim agent's think time is injected "
         "(`think_seconds`); its voice is tones, its first audio frame goes out with its first "
