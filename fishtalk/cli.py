@@ -978,6 +978,22 @@ def chat(
     journal: JournalOption = None,
     events: EventsOption = False,
     record_audio: RecordAudioOption = False,
+    latency: Annotated[
+        bool,
+        typer.Option(
+            "--latency",
+            help="Line mode: after each agent turn, a line with how long it took to be heard.",
+        ),
+    ] = False,
+    metrics_json: Annotated[
+        Path | None,
+        typer.Option(
+            "--metrics-json",
+            metavar="PATH",
+            help="When the call ends, write every turn's latency waterfall, the interrupts "
+            "and p50/p95/worst to PATH as JSON (mode 0600).",
+        ),
+    ] = None,
 ) -> None:
     """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
     flags = SessionFlags(
@@ -1009,7 +1025,16 @@ def chat(
 
     # Both front ends leave without finalization (see exit_process).
     choice = _journal_choice(no_journal, journal, events, record_audio)
-    exit_process(run_chat(settings, debug=_state.debug, journal=choice))
+    from fishtalk.metrics import MetricsFile
+
+    metrics = None
+    if metrics_json is not None:
+        try:
+            metrics = MetricsFile.open(metrics_json)
+        except OSError as exc:
+            _fail(f"cannot write metrics to {metrics_json}: {exc.strerror or exc}", EXIT_USAGE)
+    code = run_chat(settings, debug=_state.debug, journal=choice, metrics=metrics, latency=latency)
+    exit_process(code)
 
 
 sim_app = typer.Typer(help="The offline stand-in for Fish: LiveKit server + simulated agent.")

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from fishtalk.config import Settings
     from fishtalk.host import HostLink
     from fishtalk.journal.writer import JournalWriter
+    from fishtalk.metrics import MetricsFile
     from fishtalk.session import AudioFactory, EndResult, GrantSource, Session, Timeouts
     from fishtalk.sim import SimInfo, SimThread
     from fishtalk.sim.fish.scenario import Scenario
@@ -345,6 +346,7 @@ def run_tui(
     note: str | None = None,
     first_frame: threading.Event | None = None,
     journal: JournalChoice | None = None,
+    metrics: MetricsFile | None = None,
 ) -> int:
     """Run one session in the full-screen TUI; return the process exit code.
 
@@ -377,6 +379,8 @@ def run_tui(
         )
     finally:
         recording.close()
+        if metrics is not None:
+            metrics.write(session.state)
     return code if code is not None else EXIT_CONNECTION
 
 
@@ -388,11 +392,14 @@ def run_plain(
     stderr: TextIO | None = None,
     debug: bool = False,
     journal: JournalChoice | None = None,
+    metrics: MetricsFile | None = None,
+    latency: bool = False,
 ) -> int:
     """Run one session in line mode; return the process exit code.
 
     With ``--events`` (``journal.events``) the conversation's lines go to stderr, so the
-    events stream alone is on stdout."""
+    events stream alone is on stdout. ``latency`` (``--latency``): a latency note after
+    each agent turn; ``metrics`` (``--metrics-json``) is written when the call ends."""
     from fishtalk import plain
     from fishtalk.host import HostLink
 
@@ -406,20 +413,33 @@ def run_plain(
     recording = attach_journal(settings, session, journal, front_end="plain", tools=tools)
     try:
         result = plain.run_plain(
-            session, link=link, stdin=stdin, stdout=stdout, stderr=stderr, debug=debug
+            session,
+            link=link,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            debug=debug,
+            latency=latency,
         )
     finally:
         recording.close()
+        if metrics is not None:
+            metrics.write(session.state)
     return EXIT_INTERRUPTED if result is None else exit_code(result)
 
 
 def run_chat(
-    settings: Settings, *, debug: bool = False, journal: JournalChoice | None = None
+    settings: Settings,
+    *,
+    debug: bool = False,
+    journal: JournalChoice | None = None,
+    metrics: MetricsFile | None = None,
+    latency: bool = False,
 ) -> int:
     """``fishtalk chat``: the TUI on a terminal, line mode otherwise; the exit code."""
     if wants_tui(settings.ui.plain) and (journal is None or journal.events is None):
-        return run_tui(settings, journal=journal)
-    return run_plain(settings, debug=debug, journal=journal)
+        return run_tui(settings, journal=journal, metrics=metrics)
+    return run_plain(settings, debug=debug, journal=journal, metrics=metrics, latency=latency)
 
 
 # --- the demo ---------------------------------------------------------------------------

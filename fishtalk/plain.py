@@ -10,6 +10,11 @@ before it reaches the terminal.
 Input: each stdin line is a typed turn; lines starting with ``/`` are commands (see
 :data:`HELP`). End of input waits for the agent to answer what was sent, then hangs up,
 so ``printf 'hello\\n' | fishtalk chat --plain`` prints the reply and exits 0.
+
+With ``--latency`` a line after each agent turn says how long it took to be heard
+(:func:`fishtalk.conversation.note`), and one before the closing line gives the call's
+p50, p95 and worst turn (:func:`fishtalk.conversation.summary_text`); that summary is
+also printed without the flag once any turn was measured.
 """
 
 from __future__ import annotations
@@ -109,7 +114,8 @@ class PlainRenderer:
     changes, notices and errors. A typed message is printed when it is sent (so never
     before ``* connected``), and a line from the user's side waits while the agent is
     speaking, so the transcript reads in the order things were said. An error that is
-    also why the session ended is left to the caller's closing line.
+    also why the session ended is left to the caller's closing line. With ``latency``,
+    each measured turn and interrupt gets its latency note.
 
     A closed output (a reader that went away, as with ``| head``) is not an error: the
     renderer stops writing, sets :attr:`closed` and calls ``on_closed`` once.
@@ -121,9 +127,11 @@ class PlainRenderer:
         *,
         stream_agent: bool,
         on_closed: Callable[[], None] | None = None,
+        latency: bool = False,
     ) -> None:
         self._out = out
         self._stream = stream_agent
+        self._latency = latency
         self._on_closed = on_closed
         self._previous = conv.initial_state()
         self._streaming: str | None = None
@@ -178,6 +186,11 @@ class PlainRenderer:
                 return  # why the session ended: the closing line says it, once
             detail = f" ({clean(error.detail)})" if error.detail else ""
             self.line(f"! {clean(error.message)}{detail}")
+        elif isinstance(event, conv.TurnLatency | conv.InterruptLatency) and self._latency:
+            if isinstance(event, conv.TurnLatency):
+                self.line(f"* {conv.note(event.waterfall)}")
+            else:
+                self.line(f"* {conv.interrupt_note(event.interrupt)}")
 
     def _user_line(self, text: str, state: conv.State) -> None:
         if self._held or (_agent_busy(state) and not state.ended):
@@ -282,12 +295,13 @@ class PlainChat:
         stdin: TextIO,
         stdout: TextIO,
         stream_agent: bool,
+        latency: bool = False,
     ) -> None:
         self.session = session
         self._stdin = stdin
         self._stdout = stdout
         self.renderer = PlainRenderer(
-            stdout, stream_agent=stream_agent, on_closed=self._output_closed
+            stdout, stream_agent=stream_agent, on_closed=self._output_closed, latency=latency
         )
         self._approvals: deque[_Pending] = deque()
         """Questions waiting for an answer, oldest first; only the oldest is on screen."""
@@ -506,10 +520,12 @@ def run_plain(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     debug: bool = False,
+    latency: bool = False,
 ) -> EndResult | None:
     """Run ``session`` in plain mode; returns how it ended (None: interrupted by Ctrl-C).
 
     ``link`` (the tools' view of the front end) is bound to this chat once it exists.
+    ``latency``: a latency note after each agent turn (see the module's docstring).
     Logs (the SDK's included) go to stderr only with ``debug``; otherwise the terminal shows
     nothing but the conversation and one line saying how it ended.
     """
@@ -523,7 +539,9 @@ def run_plain(
 
     async def main() -> EndResult:
         nonlocal interrupted
-        chat = PlainChat(session, stdin=stdin, stdout=stdout, stream_agent=stdout.isatty())
+        chat = PlainChat(
+            session, stdin=stdin, stdout=stdout, stream_agent=stdout.isatty(), latency=latency
+        )
         chats.append(chat)
         if link is not None:
             link.bind(_PlainHost(chat))
@@ -555,6 +573,9 @@ def run_plain(
     if chats and chats[0].output_closed:
         # The reader went away (``| head``): the call was hung up; nothing more to print.
         return result
+    summary = conv.summarize(session.state.latency.turns)
+    if latency or summary.measured:
+        stdout.write(f"* {conv.summary_text(summary)}\n")
     if exit_code_for(result.reason, result.error) == EXIT_OK:
         stdout.write(f"* {clean(result.message)}\n")
         stdout.flush()

@@ -53,7 +53,9 @@ latest value known when it closes.
 * its reply is over: the segment that gave the first text closes, and the first audio
   frame received (if any) has been handed to the device;
 * the next user turn ends after the reply began;
-* the user interrupts (the ``Interrupt`` input);
+* the user interrupts (the ``Interrupt`` input) after the reply began (an interrupt
+  before that leaves the turn open: if the agent drops its answer, the next user end
+  carries the turn on);
 * the call ends.
 
 **Why a closed turn has no heard figure** (:attr:`Waterfall.incomplete`), first match:
@@ -72,7 +74,8 @@ latest value known when it closes.
 ``no audio``
     the reply was over without any audio received.
 
-**Interrupts**: the ``Interrupt`` input opens an :class:`InterruptTiming`
+**Interrupts**: the ``Interrupt`` input, when there is speech to stop (the agent is
+speaking, says it is, or the open turn's reply began), opens an :class:`InterruptTiming`
 (:attr:`Latency.open_interrupt`, closing the previous one); the ``interrupt_flushed`` and
 ``interrupt_wire_stopped`` marks fill it; it closes (into :attr:`Latency.interrupts`)
 when both arrived, at the next interrupt or user turn, or when the call ends.
@@ -274,6 +277,23 @@ class Latency:
     """The interrupt whose marks are still awaited."""
     rtt: float | None = None
     """The latest network round trip, seconds."""
+
+    def for_segment(self, segment_id: str) -> Waterfall | None:
+        """The turn (open or closed) whose reply began with this agent segment, if any:
+        where a front end puts a badge. Newest first, so cheap for recent lines."""
+        w = self.open
+        if w is not None and w.segment_id == segment_id:
+            return w
+        for turn in reversed(self.turns):
+            if turn.segment_id == segment_id:
+                return turn
+        return None
+
+    def summary(self, last: int | None = None) -> Summary:
+        """:func:`summarize` over the closed turns, or only the ``last`` N (a rolling
+        figure, e.g. for a status bar)."""
+        turns = self.turns if last is None else self.turns[-last:] if last > 0 else ()
+        return summarize(turns)
 
 
 @dataclass(frozen=True, slots=True)

@@ -893,15 +893,21 @@ def _on_activity(r: _Step, inp: SignalActivity) -> None:
 def _on_interrupt(r: _Step, inp: Interrupt) -> None:
     if r.s.status not in ("connected", "reconnecting"):
         return
+    turn = r.s.latency.open
+    replying = turn is not None and _reply_began(turn) is not None
+    speaking = replying or r.s.mode == "speaking" or r.s.agent_state == "speaking"
     for segment_id in r.internal.open_ids:
         seg = r.s.segment_log.get(segment_id)
         if seg is not None and seg.role == "agent" and seg.open and not seg.interrupted:
             _put_segment(r, replace(seg, interrupted=True, updated_at=inp.at))
     _with_mode(r)
     r.fx.append(SendClientEvent(UserInterrupt()))
-    _lat_close_turn(r, "interrupted")
-    _lat_close_interrupt(r)
-    _lat_set(r, open_interrupt=InterruptTiming(pressed_at=inp.at))
+    if replying:
+        _lat_close_turn(r, "interrupted")
+    if speaking:
+        # Timed only when there was speech to stop (see fishtalk.conversation.latency).
+        _lat_close_interrupt(r)
+        _lat_set(r, open_interrupt=InterruptTiming(pressed_at=inp.at))
 
 
 def _on_set_muted(r: _Step, inp: SetMuted) -> None:

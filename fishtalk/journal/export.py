@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final, Literal, TypeAlias
 
+from fishtalk.conversation.latency import percentile
 from fishtalk.journal.reader import Summary, ToolCall, Turn
 from fishtalk.text import json_escape, strip
 
@@ -61,6 +62,8 @@ def _turn_note(turn: Turn) -> str:
         notes.append("interrupted")
     if turn.latency is not None:
         notes.append(f"answered after {turn.latency:.2f} s")
+    if turn.heard is not None:
+        notes.append(f"heard after {turn.heard:.2f} s")
     return f" ({', '.join(notes)})" if notes else ""
 
 
@@ -184,7 +187,31 @@ def to_data(summary: Summary) -> dict[str, Any]:
         "turns": turns,
         "tools": [_tool_dict(c) for c in summary.tools],
         "errors": summary.errors,
+        "latency": _latency_data(summary),
         "damage": journal.damage,
+    }
+
+
+def _latency_data(summary: Summary) -> dict[str, Any]:
+    """The measured latency: each turn's waterfall, each interrupt, p50/p95/worst (ms)."""
+    measured = [
+        (float(w["heard_ms"]), w.get("turn"))
+        for w in summary.latency_turns
+        if isinstance(w.get("heard_ms"), int | float)
+    ]
+    heard = [ms for ms, _ in measured]
+    worst = max(measured, key=lambda item: item[0]) if measured else None
+    return {
+        "turns": summary.latency_turns,
+        "interrupts": summary.latency_interrupts,
+        "summary": {
+            "turns": len(summary.latency_turns),
+            "measured": len(measured),
+            "p50_ms": percentile(heard, 0.5),
+            "p95_ms": percentile(heard, 0.95),
+            "worst_ms": worst[0] if worst is not None else None,
+            "worst_turn": worst[1] if worst is not None else None,
+        },
     }
 
 

@@ -187,6 +187,9 @@ class Turn:
     latency: float | None = None
     """For an agent turn after a user turn: seconds from the user's turn ending to this
     one starting (the response time)."""
+    heard: float | None = None
+    """For an agent turn: the heard latency the client measured for the reply this line
+    began (seconds; from its ``turn_latency`` record), when it has one."""
 
     @property
     def duration(self) -> float:
@@ -230,6 +233,10 @@ class Summary:
     end_reason: str | None = None
     end_message: str | None = None
     duration: float = 0.0
+    latency_turns: list[dict[str, Any]] = field(default_factory=list)
+    """Each ``turn_latency`` record's waterfall (``Waterfall.to_dict()``), in order."""
+    latency_interrupts: list[dict[str, Any]] = field(default_factory=list)
+    """Each ``interrupt_latency`` record's timing, in order."""
 
     @property
     def started_at(self) -> str:
@@ -284,6 +291,15 @@ def summarise(journal: Journal) -> Summary:
         if turn.speaker == "agent" and previous is not None and previous.speaker == "user":
             turn.latency = round(max(0.0, turn.start - previous.end), 6)
         previous = turn
+    heard = {
+        str(w.get("segment_id")): _num(w.get("heard_ms")) / 1000.0
+        for w in out.latency_turns
+        if w.get("segment_id") and isinstance(w.get("heard_ms"), int | float)
+    }
+    if heard:
+        for turn in out.turns:
+            if turn.speaker == "agent" and turn.segment_id in heard:
+                turn.heard = heard.pop(turn.segment_id)
     out.tools = sorted(tools.values(), key=lambda call: call.start)
     for call in out.tools:
         index = None
@@ -312,6 +328,12 @@ def _apply_change(
     tools: dict[str, ToolCall],
 ) -> None:
     kind = rec.get("kind")
+    if kind == "turn_latency" or kind == "interrupt_latency":
+        value = rec.get("waterfall" if kind == "turn_latency" else "interrupt")
+        if isinstance(value, dict):
+            target = out.latency_turns if kind == "turn_latency" else out.latency_interrupts
+            target.append(dict(value))
+        return
     segment = rec.get("segment")
     if isinstance(segment, dict):
         key = f"{segment.get('role')}:{segment.get('segment_id')}:{segment.get('seq')}"

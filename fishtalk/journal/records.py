@@ -10,7 +10,9 @@ observation it takes off its queue. The record ``type`` values:
 ``stream_attributes``  a transcript stream's header or trailer attributes
 ``input``              a reducer input (``kind``: ``stream_chunk``, ``send_text``,
                        ``interrupt``, ``set_muted``, ``hangup``, ``participant_joined``,
-                       ``attributes_changed``, ``reconnecting``, ``malformed_packet``...)
+                       ``attributes_changed``, ``reconnecting``, ``malformed_packet``,
+                       ``latency_mark``...); the input's own ``kind`` field, if it has
+                       one, is ``subkind``; ``at`` is its own time when earlier than ``t``
 ``change``             a typed state event of :func:`fishtalk.conversation.changes`
                        (``kind`` and the fields of its ``to_dict()``)
 ``tool_run``           a client tool ran: params, status, result or error, duration, and
@@ -53,6 +55,9 @@ _INPUT_KINDS: Final[Mapping[type, str]] = {
 _SKIPPED_INPUTS: Final = (conv.AgentEventReceived,)
 """Inputs already in the journal as their raw packet."""
 _SKIPPED_FIELDS: Final = frozenset({"at", "result_event", "event"})
+FIELD_KEYS: Final[Mapping[str, str]] = {"kind": "subkind"}
+"""An input field whose name is a record key already (an input's own ``kind``, as in
+``LatencyMark`` and ``AddNotice``) is recorded under another key."""
 
 
 def _plain(value: object) -> Any:
@@ -224,7 +229,12 @@ class Recorder:
                 out: dict[str, Any] = {"type": "input", **at, "kind": input_kind(item)}
                 for f in fields(item):
                     if f.name not in _SKIPPED_FIELDS:
-                        out[f.name] = _plain(getattr(item, f.name))
+                        out[FIELD_KEYS.get(f.name, f.name)] = _plain(getattr(item, f.name))
+                own = getattr(item, "at", None)
+                if isinstance(own, float) and own - self.mono0 < at["t"] - 1e-6:
+                    # Stamped earlier than the records before it (a latency mark reported
+                    # late): keep its own time for replay.
+                    out["at"] = round(own - self.mono0, 6)
                 return [out]
 
 
@@ -234,6 +244,7 @@ def dumps(record: Mapping[str, Any]) -> str:
 
 
 __all__ = [
+    "FIELD_KEYS",
     "MAX_RAW_CHARS",
     "PREVIEW_CHARS",
     "Recorder",

@@ -17,7 +17,7 @@ from typing import Any, Final, TextIO
 
 from fishtalk import conversation as conv
 from fishtalk.journal.reader import Journal
-from fishtalk.journal.records import input_kind
+from fishtalk.journal.records import FIELD_KEYS, input_kind
 from fishtalk.protocol import TOPIC_AGENT_EVENT, ProtocolError, decode_agent_event
 
 _INPUT_CLASSES: Final[Mapping[str, type]] = {
@@ -28,10 +28,12 @@ _INPUT_CLASSES: Final[Mapping[str, type]] = {
 def _build(cls: type, record: Mapping[str, Any], at: float) -> conv.Input | None:
     kwargs: dict[str, Any] = {}
     for f in fields(cls):
+        key = FIELD_KEYS.get(f.name, f.name)
         if f.name == "at":
-            kwargs["at"] = at
-        elif f.name in record:
-            value = record[f.name]
+            own = record.get("at")
+            kwargs["at"] = float(own) if isinstance(own, int | float) and own <= at else at
+        elif key in record:
+            value = record[key]
             kwargs[f.name] = tuple(value) if isinstance(value, list) else value
     try:
         built: conv.Input = cls(**kwargs)

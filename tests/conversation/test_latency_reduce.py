@@ -296,7 +296,14 @@ def test_an_interrupt_after_the_reply_was_heard_keeps_its_figure() -> None:
 
 def test_the_end_of_the_call_closes_what_is_open() -> None:
     s, events = feed(
-        [c.Interrupt(1.5), c.SendText("hi", 2.0), state_("thinking", 2.1), c.Hangup(2.5)], ready()
+        [
+            state_("speaking", 1.4),
+            c.Interrupt(1.5),
+            c.SendText("hi", 2.0),
+            state_("thinking", 2.1),
+            c.Hangup(2.5),
+        ],
+        ready(),
     )
     assert [w.incomplete for w in latencies(events)] == ["ended"]
     assert len([e for e in events if isinstance(e, c.InterruptLatency)]) == 1
@@ -304,6 +311,23 @@ def test_the_end_of_the_call_closes_what_is_open() -> None:
     assert s.latency.open_interrupt is None
     kinds = [e.kind for e in events]
     assert kinds.index("turn_latency") < kinds.index("ended")
+
+
+def test_an_interrupt_before_the_reply_leaves_the_turn_open() -> None:
+    s, events = feed(
+        [
+            c.SendText("hi", 2.0),
+            state_("thinking", 2.1),
+            c.Interrupt(2.2),
+            state_("listening", 2.3),
+        ],
+        ready(),
+    )
+    assert latencies(events) == []
+    assert s.latency.open_interrupt is None  # nothing was speaking: nothing to time
+    s, events = feed([c.SendText("again", 3.0), *reply("a1", 3.2)], s)
+    [w] = latencies(events)
+    assert (w.turn, w.user_ended_at, w.incomplete) == (1, 3.0, "no audio")
 
 
 def test_marks_that_fit_nowhere_are_ignored() -> None:

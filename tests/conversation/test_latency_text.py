@@ -123,3 +123,19 @@ def test_metrics_is_json_with_turns_interrupts_and_summary() -> None:
         "worst_turn": 1,
     }
     assert data["rtt_ms"] == 40.0
+
+
+def test_latency_finds_a_segments_turn_and_rolls_a_summary() -> None:
+    turns = tuple(heard_turn(n, 0.1 * n) for n in range(1, 11))
+    open_turn = c.Waterfall(turn=11, kind="typed", user_ended_at=20.0, segment_id="a-11")
+    latency = c.Latency(open=open_turn, turns=turns)
+    assert latency.for_segment("a-3") is turns[2]
+    assert latency.for_segment("a-11") is open_turn
+    assert latency.for_segment("nope") is None
+    assert latency.summary().measured == 10
+    rolling = latency.summary(last=3)
+    assert rolling.turns == 3
+    assert rolling.worst is turns[-1]
+    assert rolling.p50 is not None
+    assert abs(rolling.p50 - 0.9) < 1e-9
+    assert latency.summary(last=0).turns == 0
