@@ -8,10 +8,17 @@ playing a real-time stream of 10 ms agent frames to the virtual speaker:
 2. fishtalk without processing: the backend with the AudioProcessingModule switched off;
 3. fishtalk: the backend as shipped (echo cancellation, noise suppression, high-pass
    filter, auto gain), mic frames consumed from ``mic_frames()``;
-4. the same, with each mic frame fed to an ``rtc.AudioSource`` as the session does;
-5. anchor: livekit's ``MediaDevices`` (sounddevice + APM from the SDK), the same options
+4. heard-latency measurement (issue 14) off and on, as two rows: the backend as in row 3,
+   the session's per-frame "armed?" comparison on every agent frame, and with measurement
+   on the end-of-speech detector on every processed mic frame and one marked frame
+   (play_marked) per second, as a turn a second would. The two alternate in three
+   rounds of a third of the run each (the machine's load drifts), CPU summed per row;
+5. the same as row 3, with each mic frame fed to an ``rtc.AudioSource`` as the session does;
+6. anchor: livekit's ``MediaDevices`` (sounddevice + APM from the SDK), the same options
    and block size, its mic frames going into its ``rtc.AudioSource``;
-6. the APM's own calls at the same pace without devices: what row 3 cannot go below.
+7. the APM's own calls at the same pace without devices: what row 3 cannot go below.
+
+Below the table, the detector's own cost per frame, timed alone (silent and voiced frames).
 
 A second anchor, livekit's ``PlatformAudio`` (WebRTC's native audio device module), is
 checked and the section says why it is not a row (it opens devices only inside a call).
@@ -36,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from fishtalk.audio.vad import is_audible
 from fishtalk.testing.virtual_audio import MIC, SPEAKER, virtual_audio
 
 RATE = 48_000
@@ -114,7 +122,9 @@ async def bare(seconds: float) -> Run:
     return Run("bare sounddevice duplex", cpu, wall, counts["in"], counts["out"])
 
 
-async def fishtalk(seconds: float, *, processing: bool, publish: bool = False) -> tuple[Run, Any]:
+async def fishtalk(
+    seconds: float, *, processing: bool, publish: bool = False, measure: bool = False
+) -> tuple[Run, Any]:
     from livekit import rtc
 
     from fishtalk.audio.backend import SoundDeviceAudio
@@ -136,6 +146,26 @@ async def fishtalk(seconds: float, *, processing: bool, publish: bool = False) -
     ]
     got = 0
     source = rtc.AudioSource(RATE, 1) if publish else None
+    marks = {"speech": 0, "heard": 0}
+    if measure:
+        backend.set_speech_ended_callback(
+            lambda at: marks.__setitem__("speech", 1 + marks["speech"])
+        )
+    armed = [False]
+
+    def on_handed(at: float, latency: float) -> None:
+        marks["heard"] += 1
+
+    def play(i: int) -> None:
+        frame = frames[i]
+        # What Session._play does per frame: one comparison, a level check only while armed.
+        if measure and i % 100 == 0:
+            armed[0] = True  # a user turn ended: the next audible frame is the reply's first
+        if armed[0] and is_audible(frame.data):
+            armed[0] = False
+            backend.play_marked(frame, on_handed)
+        else:
+            backend.play(frame)
 
     async def consume() -> None:
         nonlocal got
@@ -148,7 +178,7 @@ async def fishtalk(seconds: float, *, processing: bool, publish: bool = False) -
     await asyncio.sleep(0.5)  # settle
     cpu0, wall0 = time.process_time(), time.monotonic()
     got = 0
-    await _paced(seconds, lambda i: backend.play(frames[i]))
+    await _paced(seconds, play)
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     stats = backend.stats()
     consumer.cancel()
@@ -156,9 +186,55 @@ async def fishtalk(seconds: float, *, processing: bool, publish: bool = False) -
     if source is not None:
         await source.aclose()
     name = "fishtalk backend, APM on (AEC+NS+HPF+AGC)" if processing else "fishtalk, APM off"
+    extra = f"{marks['heard']} heard marks"
     if publish:
         name = "fishtalk, APM on, mic into an AudioSource"
-    return Run(name, cpu, wall, got, stats.playback_frames), stats
+    return Run(name, cpu, wall, got, stats.playback_frames, extra), stats
+
+
+async def measurement(seconds: float, rounds: int = 3) -> tuple[Run, Run]:
+    """APM on, latency measurement off and on, alternating; CPU and frames summed."""
+    runs: dict[bool, list[Run]] = {False: [], True: []}
+    for _ in range(rounds):
+        for measure in (False, True):
+            run, _ = await fishtalk(seconds / rounds, processing=True, measure=measure)
+            runs[measure].append(run)
+
+    def total(name: str, parts: list[Run]) -> Run:
+        return Run(
+            name,
+            sum(r.cpu_s for r in parts),
+            sum(r.wall_s for r in parts),
+            sum(r.mic_frames for r in parts),
+            sum(r.played_frames for r in parts),
+            f"{sum(int(r.extra.split()[0]) for r in parts)} heard marks",
+        )
+
+    return (
+        total("fishtalk APM on, measurement off", runs[False]),
+        total("fishtalk APM on, measurement on", runs[True]),
+    )
+
+
+def vad_cost(frames: int = 20_000) -> tuple[float, float, float]:
+    """Microseconds per 10 ms frame: the detector on silence, on voice, and is_audible."""
+    from fishtalk.audio.vad import EnergyVad
+
+    silent = np.zeros(FRAME, np.int16)
+    voiced = _agent_audio(0.02)[:FRAME]
+    vad = EnergyVad()
+    results = []
+    for frame in (silent, voiced):
+        start = time.perf_counter()
+        for i in range(frames):
+            vad.push(frame, i * 0.01, frame)
+        results.append((time.perf_counter() - start) / frames * 1e6)
+    data = memoryview(voiced.tobytes()).cast("h")
+    start = time.perf_counter()
+    for _ in range(frames):
+        is_audible(data)
+    results.append((time.perf_counter() - start) / frames * 1e6)
+    return results[0], results[1], results[2]
 
 
 async def media_devices(seconds: float) -> Run:
@@ -318,12 +394,14 @@ async def main(seconds: float) -> str:
     baseline = await bare(seconds)
     plain, plain_stats = await fishtalk(seconds, processing=False)
     full, stats = await fishtalk(seconds, processing=True)
+    unmeasured, measured = await measurement(seconds)
     published, published_stats = await fishtalk(seconds, processing=True, publish=True)
     sdk = await media_devices(seconds)
     apm_only = await apm_alone(seconds)
     platform = platform_audio_status()
     load_after = os.getloadavg()
-    rows = [baseline, plain, full, published, sdk, apm_only]
+    rows = [baseline, plain, full, unmeasured, measured, published, sdk, apm_only]
+    vad_silent, vad_voiced, audible = vad_cost()
     lines = [
         "## Audio path (virtual PulseAudio devices)",
         "",
@@ -347,6 +425,16 @@ async def main(seconds: float) -> str:
         f"Floor for the APM-on row: bare + APM alone = "
         f"{(baseline.cpu_s + apm_only.cpu_s) / baseline.cpu_s:.2f}x bare; fishtalk's APM-on row "
         f"is {full.cpu_s / (baseline.cpu_s + apm_only.cpu_s):.2f}x that floor.",
+        "",
+        f"Heard-latency measurement (issue 14): APM on with measurement costs "
+        f"{measured.cpu_s - unmeasured.cpu_s:+.2f} CPU s per {seconds:.0f} s against without "
+        f"({measured.cpu_s / unmeasured.cpu_s:.3f}x; {measured.extra}; the runs' own spread "
+        "on a shared machine is larger than that). Its only per-frame work is "
+        f"the end-of-speech detector on each mic frame, timed alone at {vad_silent:.1f} µs "
+        f"per silent and {vad_voiced:.1f} µs per voiced 10 ms frame "
+        f"({vad_voiced / 100:.2f}% of one core while speaking), and one comparison per agent "
+        f"frame; the level of an agent frame ({audible:.1f} µs) is checked only between the "
+        "end of a user turn and the reply's first audible frame.",
         "",
         f"Anchors: fishtalk with its mic frames fed to an AudioSource costs "
         f"{published.cpu_s / sdk.cpu_s:.2f}x livekit's `MediaDevices` doing the same "

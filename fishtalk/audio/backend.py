@@ -16,6 +16,15 @@ Levels are not computed per block: each callback stores its last few blocks in a
 preallocated ring, and RMS and peak are computed when ``levels()`` is read. Flushing
 playback clears the queue and tells the callback to drop its partial frame, so queued
 agent audio stops within one device block.
+
+Heard latency (the :class:`~fishtalk.audio.base.LatencyTaps`): capture blocks are stamped
+with the time their last sample reached the device (PortAudio's ADC time), and the
+end-of-speech detector (:mod:`fishtalk.audio.vad`) runs on each processed frame only while
+the session listens for it. A marked agent frame carries its callback through the playback
+queue; the playback callback that hands its first sample to the device reports that
+moment and the device's output latency for it (DAC time minus now, or the latency reported
+at open). A flush reports the next playback callback's time plus that latency. Every
+report reaches the loop with one call_soon_threadsafe, never one per frame.
 """
 
 from __future__ import annotations

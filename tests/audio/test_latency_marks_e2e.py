@@ -25,6 +25,7 @@ from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.fish.speech import ECHO_TAIL
 from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(120)]
@@ -104,12 +105,20 @@ async def test_a_typed_and_a_spoken_turn_and_an_interrupt_leave_their_marks_in_o
         try:
             await _ready(session)
 
+            # A typed turn asking for a text-only reply: its publish is marked, and nothing
+            # waits for a first audio frame.
+            session.send_text("quietly", audio=False)
+            await log.wait("typed_sent")
+            await _until_said(session, "You said: quietly")
+            await _until_quiet(session)
+            assert [m.kind for m in log.marks if m.kind != "rtt"] == ["typed_sent"]
+
             # A typed turn: the publish, then the reply's first audible frame, then the
             # moment it was handed to the speaker with the device's latency.
             before = time.monotonic()
             session.send_text("hello there")
             heard = await log.wait("audio_heard")
-            typed = log.of("typed_sent")
+            typed = log.of("typed_sent")[1:]
             received = log.of("audio_received")
             assert len(typed) == len(received) == 1
             assert before <= typed[0].at <= received[0].at <= heard.at <= time.monotonic()
@@ -124,6 +133,11 @@ async def test_a_typed_and_a_spoken_turn_and_an_interrupt_leave_their_marks_in_o
             assert 0.0 < rtt.value < 1.0
 
             # A spoken turn: a tone into the virtual mic; its end is found by the detector.
+            # Only once the reply is over (a turn that ends while the agent's audio still
+            # plays would be marked at that audio), and past the sim's echo tail (it does
+            # not answer sound that starts just after its own voice).
+            await _until_quiet(session)
+            await asyncio.sleep(ECHO_TAIL + 0.1)
             feeder = vaudio.feed_mic(tone(440, 1.0, amplitude=0.3).tobytes())
             try:
                 spoken = await log.wait("speech_ended")
@@ -152,6 +166,16 @@ async def test_a_typed_and_a_spoken_turn_and_an_interrupt_leave_their_marks_in_o
             assert counts["speech_ended"] == 1
             assert counts["audio_received"] == counts["audio_heard"] == 3
 
+            print(
+                "typed: heard latency "
+                f"{(heard.at + heard.value - typed[0].at) * 1000:.0f} ms, client share "
+                f"{(heard.at - received[0].at) * 1000:.1f} ms, output latency "
+                f"{heard.value * 1000:.1f} ms; spoken: heard latency "
+                f"{(second_heard.at + (second_heard.value or 0) - spoken.at) * 1000:.0f} ms; "
+                f"rtt {rtt.value * 1000:.1f} ms; interrupt: flushed "
+                f"{(flushed.at - pressed) * 1000:.1f} ms, wire stopped "
+                f"{(stopped.at - pressed) * 1000:.1f} ms after the press"
+            )
             session.hangup()
             await asyncio.wait_for(run, 15)
         finally:
@@ -159,6 +183,18 @@ async def test_a_typed_and_a_spoken_turn_and_an_interrupt_leave_their_marks_in_o
                 run.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await run
+
+
+async def _until_said(session: Session, text: str) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT
+    while not any(
+        seg.role == "agent" and seg.final and not seg.open and text in seg.text
+        for seg in session.state.transcript
+    ):
+        if loop.time() > deadline:
+            pytest.fail(f"the agent never said {text!r}; state: {session.state}")
+        await asyncio.sleep(0.02)
 
 
 async def _until_quiet(session: Session) -> None:
