@@ -213,6 +213,12 @@ def _p(values: Sequence[float], q: float) -> float | None:
     return percentile(values, q)
 
 
+def _final(t: Waterfall) -> float | None:
+    """Spoken turns: end of speech to the user's final transcript (the mic's trip and the
+    sim's endpointing)."""
+    return None if t.user_final_at is None else t.user_final_at - t.user_ended_at
+
+
 def _gap(t: Waterfall) -> float | None:
     """First transcript chunk to first audible audio received (the voice's trip)."""
     if t.first_text_at is None or t.audio_received_at is None:
@@ -240,7 +246,9 @@ async def main(thinks: Sequence[float], turns: int, spoken: int, va: VirtualAudi
         "0.8 s of quiet (its endpointing) before it thinks, so that is injected too. "
         "Heard ends when the first audible agent sample leaves the speaker (handed to the "
         "device + reported output latency). Columns: heard − injected = what is not "
-        "injected; voice = first transcript chunk to first audible audio received (the "
+        "injected; final transcript = end of speech to the user's final transcript (the "
+        "mic's trip to the sim and its endpointing); voice = first transcript chunk to "
+        "first audible audio received (the "
         "agent's audio through Opus, the sim's relay and the jitter buffer); client share = "
         "that frame received to handed to the device (fishtalk's own part; its target is one "
         "10 ms frame plus the device block). Milliseconds, nearest-rank percentiles over the "
@@ -248,12 +256,13 @@ async def main(thinks: Sequence[float], turns: int, spoken: int, va: VirtualAudi
         f"{load_before[0]:.1f} before, {load_after[0]:.1f} after).",
         "",
         "| turns | think | measured | heard p50 | heard p95 | heard − injected p50 | "
-        "first text p50 | voice p50 | client share p50 | client share p95 | "
-        "output latency p50 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "final transcript p50 | first text p50 | voice p50 | client share p50 | "
+        "client share p95 | output latency p50 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         heard = row.values(lambda t: t.heard)
+        final = row.values(_final)
         first = row.values(lambda t: t.first_text)
         voice = row.values(_gap)
         share = row.values(lambda t: t.client_share)
@@ -263,7 +272,8 @@ async def main(thinks: Sequence[float], turns: int, spoken: int, va: VirtualAudi
         lines.append(
             f"| {row.label} | {row.think * 1000:.0f} | {len(heard)} of {total} | "
             f"{_ms(_p(heard, 0.5))} | {_ms(_p(heard, 0.95))} | {_ms(_p(over, 0.5))} | "
-            f"{_ms(_p(first, 0.5))} | {_ms(_p(voice, 0.5))} | {_ms(_p(share, 0.5))} | "
+            f"{_ms(_p(final, 0.5))} | {_ms(_p(first, 0.5))} | {_ms(_p(voice, 0.5))} | "
+            f"{_ms(_p(share, 0.5))} | "
             f"{_ms(_p(share, 0.95))} | {_ms(_p(output, 0.5))} |"
         )
     incomplete = {
