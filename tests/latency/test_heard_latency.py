@@ -201,7 +201,8 @@ async def test_typed_turns_measure_at_least_the_injected_delays(
 ) -> None:
     """Typed turns: the agent thinks THINK s, writes its first word, and speaks
     FIRST_AUDIO_DELAY s later. First text >= THINK, first audio received >= the delay
-    after the first text, heard >= both together; each within TOLERANCE above."""
+    after the first text, heard >= both together; each within TOLERANCE above. A last
+    turn asks for a text-only reply: it says so instead of a heard figure."""
     session = await _connect(sim, calls, "typed")
     injected = THINK + FIRST_AUDIO_DELAY
     for number, text in enumerate(["first question", "second question", "third one"], 1):
@@ -225,7 +226,15 @@ async def test_typed_turns_measure_at_least_the_injected_delays(
         assert injected <= heard <= injected + TOLERANCE, w
         # The reply is over (and heard to its end) before the next turn is sent.
         await _settled(session)
+    # A reply asked to be text-only, in the same spoken call: no number, the reason.
+    session.send_text("just write it", audio=False)
+    w = await _closed_turn(session, 4)
+    assert w.heard is None
+    assert w.incomplete == "text-only"
+    assert w.first_text is not None
+    assert THINK <= w.first_text <= THINK + TOLERANCE
     summary = conv.summarize(session.state.latency.turns)
+    assert summary.turns == 4
     assert summary.measured == 3
     assert summary.p50 is not None
     assert injected <= summary.p50 <= injected + TOLERANCE
