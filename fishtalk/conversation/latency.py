@@ -32,8 +32,9 @@ How the reducer builds a waterfall
   arrived before the mark, after that end of speech, is adopted);
 * *unprompted*: the agent's reply begins (its first transcript chunk, or an
   ``audio_received`` mark) while no turn is open, and either no turn was ever opened in
-  the call (its greeting) or the user said something (a final transcript) that no end of
-  speech was seen for. More segments of a reply already measured open nothing.
+  the call (its greeting) or the user said something (a final transcript, after the last
+  measured reply began) that no end of speech was seen for. More segments of a reply
+  already measured open nothing.
 
 **The user's turn goes on** while the agent has not answered: another user end (a pause
 in speech, a second message) before the reply begins moves ``user_ended_at`` to the
@@ -277,6 +278,20 @@ class Latency:
     """The interrupt whose marks are still awaited."""
     rtt: float | None = None
     """The latest network round trip, seconds."""
+
+    @property
+    def awaiting_audio(self) -> bool:
+        """A turn is open and its first agent audio frame was not seen yet: the audio path
+        reports the next non-silent frame it receives (``audio_received``)."""
+        w = self.open
+        return w is not None and w.audio_received_at is None
+
+    @property
+    def awaiting_heard(self) -> bool:
+        """A turn is open and its first agent audio was not handed to the device yet: the
+        audio path reports that moment (``audio_heard``)."""
+        w = self.open
+        return w is not None and w.audio_handed_at is None
 
     def for_segment(self, segment_id: str) -> Waterfall | None:
         """The turn (open or closed) whose reply began with this agent segment, if any:

@@ -956,6 +956,14 @@ def _with(obj: _T, **changes: Any) -> _T:
     return new
 
 
+def _lat_book(r: _Step, **changes: Any) -> None:
+    book = r.internal.lat
+    for name, value in changes.items():
+        if getattr(book, name) != value:
+            r.book(lat=_with(book, **changes))
+            return
+
+
 def _lat_set(r: _Step, **changes: Any) -> None:
     r.set(latency=_with(r.s.latency, **changes))
 
@@ -976,8 +984,8 @@ def _reply_began(w: Waterfall) -> float | None:
 def _lat_open_turn(r: _Step, kind: TurnKind, at: float, *, text_only: bool) -> Waterfall:
     lat = r.s.latency
     internal = r.internal
-    thinking = internal.lat_thinking_at
-    final = internal.lat_user_final_at
+    thinking = internal.lat.thinking_at
+    final = internal.lat.user_final_at
     w = Waterfall(
         turn=lat.earlier_turns + len(lat.turns) + 1,
         kind=kind,
@@ -986,7 +994,7 @@ def _lat_open_turn(r: _Step, kind: TurnKind, at: float, *, text_only: bool) -> W
         thinking_at=thinking if thinking is not None and thinking >= at else None,
     )
     _lat_set_open(r, w)
-    r.book(lat_user_final_at=None, lat_reply_over=False, lat_text_only=text_only)
+    _lat_book(r, reply_over=False, text_only=text_only)
     return w
 
 
@@ -1014,7 +1022,7 @@ def _lat_user_turn_ended(r: _Step, kind: TurnKind, at: float, *, text_only: bool
                     user_final_at=final if final is not None and final >= end else None,
                 ),
             )
-            r.book(lat_text_only=text_only)
+            _lat_book(r, text_only=text_only)
             return
         _lat_close_turn(r, "next")
     _lat_open_turn(r, kind, at, text_only=text_only)
@@ -1024,9 +1032,11 @@ def _lat_unprompted(r: _Step, at: float) -> Waterfall | None:
     """The agent's reply began with no turn open: a turn with no user turn, if the agent
     spoke first in the call or the user said something no end of speech was seen for."""
     lat = r.s.latency
-    if (lat.turns or lat.earlier_turns) and r.internal.lat_user_final_at is None:
-        return None  # more of the last reply (another segment): not a new turn
-    final = r.internal.lat_user_final_at
+    final = r.internal.lat.user_final_at
+    if lat.turns:
+        began = _reply_began(lat.turns[-1])
+        if final is None or (began is not None and final <= began):
+            return None  # more of the last reply (another segment): not a new turn
     w = _lat_open_turn(r, "unprompted", at, text_only=False)
     if final is not None and final <= at:
         w = _with(w, user_final_at=final)
@@ -1035,7 +1045,6 @@ def _lat_unprompted(r: _Step, at: float) -> Waterfall | None:
 
 
 def _lat_thinking(r: _Step, at: float) -> None:
-    r.book(lat_thinking_at=at)
     w = r.s.latency.open
     if (
         w is not None
@@ -1044,6 +1053,8 @@ def _lat_thinking(r: _Step, at: float) -> None:
         and _reply_began(w) is None
     ):
         _lat_set_open(r, _with(w, thinking_at=at))
+    else:
+        _lat_book(r, thinking_at=at)  # for a turn whose end is reported later
 
 
 def _lat_first_text(r: _Step, seg: Segment) -> None:
@@ -1055,8 +1066,6 @@ def _lat_first_text(r: _Step, seg: Segment) -> None:
     if w.first_text_at is not None or min(seg.started_at, seg.updated_at) < w.user_ended_at:
         return  # not the first text, or a reply that began before this turn
     _lat_set_open(r, _with(w, first_text_at=seg.updated_at, segment_id=seg.segment_id))
-    if r.internal.lat_user_final_at is not None:
-        r.book(lat_user_final_at=None)  # what the user said meanwhile is being answered
 
 
 def _lat_reply_closed(r: _Step, seg: Segment) -> None:
@@ -1064,7 +1073,7 @@ def _lat_reply_closed(r: _Step, seg: Segment) -> None:
     if w is None or w.segment_id != seg.segment_id:
         return
     if w.audio_received_at is not None and w.audio_handed_at is None:
-        r.book(lat_reply_over=True)  # the first frame is on its way to the speaker
+        _lat_book(r, reply_over=True)  # the first frame is on its way to the speaker
         return
     _lat_close_turn(r, "over")
 
@@ -1079,7 +1088,7 @@ def _lat_user_final(r: _Step, at: float) -> None:
     ):
         _lat_set_open(r, _with(w, user_final_at=at))
         return
-    r.book(lat_user_final_at=at)
+    _lat_book(r, user_final_at=at)
 
 
 def _lat_reason(w: Waterfall, closing: _Closing, text_only: bool, over: bool) -> Incomplete | None:
@@ -1106,12 +1115,12 @@ def _lat_close_turn(r: _Step, closing: _Closing) -> None:
     if w is None:
         return
     internal = r.internal
-    over = closing == "over" or internal.lat_reply_over
-    closed = _with(w, rtt=lat.rtt, incomplete=_lat_reason(w, closing, internal.lat_text_only, over))
+    over = closing == "over" or internal.lat.reply_over
+    closed = _with(w, rtt=lat.rtt, incomplete=_lat_reason(w, closing, internal.lat.text_only, over))
     turns = (*lat.turns, closed)
     drop = _bounded(turns, MAX_TURNS)
     _lat_set(r, open=None, turns=turns[drop:], earlier_turns=lat.earlier_turns + drop)
-    r.book(lat_reply_over=False, lat_text_only=False)
+    _lat_book(r, reply_over=False)
 
 
 def _lat_close_interrupt(r: _Step) -> None:
@@ -1157,8 +1166,6 @@ def _on_latency_mark(r: _Step, inp: LatencyMark) -> None:
             return
         handed = w.audio_handed_at
         _lat_set_open(r, _with(w, audio_received_at=at if handed is None else min(at, handed)))
-        if r.internal.lat_user_final_at is not None:
-            r.book(lat_user_final_at=None)
     elif kind == "audio_heard":
         if w is None or w.audio_handed_at is not None or at < w.user_ended_at:
             _ignored(r)
@@ -1166,7 +1173,7 @@ def _on_latency_mark(r: _Step, inp: LatencyMark) -> None:
         received = w.audio_received_at
         handed = at if received is None else max(at, received)
         _lat_set_open(r, _with(w, audio_handed_at=handed, output_latency=value or 0.0))
-        if r.internal.lat_reply_over:
+        if r.internal.lat.reply_over:
             _lat_close_turn(r, "over")
     elif kind == "rtt":
         if value is None:

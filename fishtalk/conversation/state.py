@@ -402,6 +402,23 @@ def _tool_log() -> Log[ToolCard]:
 
 
 @dataclass(frozen=True, slots=True)
+class LatencyBook:
+    """The reducer's latency bookkeeping (internal; see :mod:`.latency`)."""
+
+    thinking_at: float | None = None
+    """When the agent last entered ``thinking`` (a turn opened later adopts it)."""
+    user_final_at: float | None = None
+    """A user final transcript no open turn took (a turn opened later adopts it)."""
+    reply_over: bool = False
+    """The open turn's reply segment closed; only its heard mark is awaited."""
+    text_only: bool = False
+    """The open turn asked for a text-only reply (typed with ``audio`` off)."""
+
+
+_NO_LATENCY_BOOK: Final = LatencyBook()
+
+
+@dataclass(frozen=True, slots=True)
 class Internal:
     """The reducer's own bookkeeping: nothing here is for front ends (it may change)."""
 
@@ -417,14 +434,8 @@ class Internal:
     typed_count: int = 0
     last_activity_sent_at: float | None = None
     debug: Debug = field(default_factory=Debug)
-    lat_thinking_at: float | None = None
-    """Latency: when the agent last entered ``thinking`` (a turn opened later adopts it)."""
-    lat_user_final_at: float | None = None
-    """Latency: a user final transcript no open turn took (a turn opened later adopts it)."""
-    lat_reply_over: bool = False
-    """Latency: the open turn's reply segment closed; only its heard mark is awaited."""
-    lat_text_only: bool = False
-    """Latency: the open turn asked for a text-only reply (typed with ``audio`` off)."""
+    lat: LatencyBook = field(default_factory=lambda: _NO_LATENCY_BOOK)
+    """The latency bookkeeping (one slot: copied only when it changes)."""
 
 
 @dataclass(frozen=True, slots=True)
