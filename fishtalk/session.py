@@ -306,6 +306,12 @@ class Session:
         """The backend's timing taps, when it has them and an output device."""
         self._armed = False
         """A user turn ended: the next audible agent frame is the reply's first."""
+        self._armed_over_speech = False
+        """Armed while the agent was speaking: its audio counts only once it has stopped
+        speaking (what still plays then is the earlier reply, not the answer)."""
+        self._agent_speaking = False
+        self._speaking_since = 0.0
+        """When the agent's state last became (or stopped being) ``speaking``."""
         self._wire_pressed_at: float | None = None
         """While watching the wire after an interrupt: the key press."""
         self._wire_last_audible: float | None = None
@@ -804,7 +810,7 @@ class Session:
                 if self._hold_audio_until and self._clock() < self._hold_audio_until:
                     continue
                 taps = self._taps
-                if self._armed and taps is not None and is_audible(frame.data):
+                if self._armed and taps is not None and self._first_of_reply(frame.data):
                     self._armed = False
                     self._mark("audio_received", self._clock())
                     taps.play_marked(frame, self._on_audio_handed)
@@ -863,7 +869,9 @@ class Session:
     # speech_ended      the backend's capture-side detector: capture time of the last
     #                   voiced mic frame (fishtalk.audio.vad);
     # audio_received    the first audible agent frame after a user turn ended (armed by
-    #                   typed_sent with audio wanted, or by speech_ended);
+    #                   typed_sent with audio wanted, or by speech_ended); armed while the
+    #                   agent speaks, only once its state has left "speaking" and a quiet
+    #                   frame (or WIRE_QUIET) ended the earlier reply's tail;
     # audio_heard       that frame's first sample handed to the output device (the
     #                   playback callback's time), value = the device's output latency;
     # rtt               the candidate pair's current round trip from the SDK's RTC stats;
@@ -887,9 +895,29 @@ class Session:
         if audio.has_input:
             audio.set_speech_ended_callback(self._on_speech_ended)
 
+    def _arm(self, turn_ended_at: float) -> None:
+        self._armed = not self._state.ended
+        # Speaking already when the user's turn ended: that audio is not the answer.
+        self._armed_over_speech = self._agent_speaking and self._speaking_since <= turn_ended_at
+
+    def _first_of_reply(self, data: memoryview) -> bool:
+        """While armed: whether this agent frame is the first audible one of the reply."""
+        from fishtalk.audio.vad import is_audible
+
+        audible = is_audible(data)
+        if self._armed_over_speech:
+            if self._agent_speaking:
+                return False  # the earlier reply is still playing
+            # It stopped speaking; the earlier reply's tail may still arrive. A quiet frame
+            # ends it, and so does WIRE_QUIET since the state changed.
+            if audible and self._clock() - self._speaking_since < WIRE_QUIET:
+                return False
+            self._armed_over_speech = False
+        return audible
+
     def _on_speech_ended(self, captured_at: float) -> None:
         self._mark("speech_ended", captured_at)
-        self._armed = not self._state.ended
+        self._arm(captured_at)
 
     def _on_audio_handed(self, handed_at: float, output_latency: float) -> None:
         self._mark("audio_heard", handed_at, output_latency)
@@ -950,6 +978,10 @@ class Session:
                 for effect in effects:
                     self._execute(effect)
                 state = self._state
+                speaking = state.agent_state == "speaking"
+                if speaking is not self._agent_speaking:
+                    self._agent_speaking = speaking
+                    self._speaking_since = inp.at
                 if self._observers:
                     self._observe(observe.Reduced(state, inp.at))
                 for listener in list(self._listeners):
@@ -1040,6 +1072,7 @@ class Session:
                     async with asyncio.timeout(LINK_WAIT):
                         await link_up.wait()
                 data = encode_client_event(event)
+                taken_at = self._clock()
                 await room.local_participant.publish_data(
                     data, reliable=True, topic=TOPIC_CLIENT_EVENT
                 )
@@ -1047,7 +1080,10 @@ class Session:
                 if event.type == "user.message":
                     self._mark("typed_sent", self._clock())
                     # A reply asked to be text-only has no first audio frame to wait for.
-                    self._armed = event.audio is not False and not self._state.ended
+                    if event.audio is not False:
+                        self._arm(taken_at)
+                    else:
+                        self._armed = False
                 if self._observers:
                     self._observe(observe.PacketOut(TOPIC_CLIENT_EVENT, data, self._clock()))
             except Exception as exc:

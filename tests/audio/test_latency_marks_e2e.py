@@ -127,6 +127,19 @@ async def test_a_typed_and_a_spoken_turn_and_an_interrupt_leave_their_marks_in_o
             assert log.marks.index(typed[0]) < log.marks.index(received[0])
             assert log.marks.index(received[0]) < log.marks.index(heard)
 
+            # The user speaks over the reply, without interrupting: what keeps playing is
+            # the earlier reply, not an answer (the sim does not answer sound over its own
+            # voice), so this turn marks its end and no first audio frame.
+            feeder = vaudio.feed_mic(tone(440, 0.5, amplitude=0.3).tobytes())
+            try:
+                over = await log.wait("speech_ended")
+            finally:
+                await asyncio.to_thread(feeder.wait, 10)
+            assert session.state.agent_state == "speaking"  # it did talk over the reply
+            assert over.at > heard.at
+            await _until_quiet(session)
+            assert len(log.of("audio_received")) == 1
+
             # The network round trip, from the SDK's RTC stats.
             rtt = await log.wait("rtt")
             assert rtt.value is not None
@@ -140,7 +153,7 @@ async def test_a_typed_and_a_spoken_turn_and_an_interrupt_leave_their_marks_in_o
             await asyncio.sleep(ECHO_TAIL + 0.1)
             feeder = vaudio.feed_mic(tone(440, 1.0, amplitude=0.3).tobytes())
             try:
-                spoken = await log.wait("speech_ended")
+                spoken = await log.wait("speech_ended", 2)
             finally:
                 await asyncio.to_thread(feeder.wait, 10)
             second_heard = await log.wait("audio_heard", 2)
@@ -163,7 +176,7 @@ async def test_a_typed_and_a_spoken_turn_and_an_interrupt_leave_their_marks_in_o
             for mark in log.marks:
                 counts[mark.kind] += 1
             assert counts["interrupt_flushed"] == counts["interrupt_wire_stopped"] == 1
-            assert counts["speech_ended"] == 1
+            assert counts["speech_ended"] == 2
             assert counts["audio_received"] == counts["audio_heard"] == 3
 
             print(
