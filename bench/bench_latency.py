@@ -181,7 +181,7 @@ async def measure(think: float, turns: int, speak: VirtualAudio | None = None) -
 
 async def _quiet(session: Any, seconds: float = 0.3) -> None:
     """Until the speaker has been silent for ``seconds`` (the last reply's audio played):
-    a turn sent earlier would take that reply's tail for its own first audio."""
+    each turn then measures one reply, not the rest of the one before."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + TURN_WAIT
     quiet_since: float | None = None

@@ -153,8 +153,9 @@ async def _settled(session: Session) -> None:
     """Wait until the agent listens again and its last sound has left the speaker.
 
     The agent says ``listening`` once it has fed its last frame; that audio is still in
-    flight for a few hundred ms. A turn sent before it arrived would take the old reply's
-    tail for the new reply's first audio (a real user rarely types that fast).
+    flight for a few hundred ms. A turn sent before it arrived would be measured from its
+    publish to a reply that can only start once the old one is heard out: right, but not
+    the injected delays alone.
     """
     await _until(session, "the agent to listen", lambda s: s.agent_state == "listening")
     loop = asyncio.get_running_loop()
