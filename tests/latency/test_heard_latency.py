@@ -39,6 +39,7 @@ import numpy as np
 import pytest
 
 from fishtalk import conversation as conv
+from fishtalk import observe
 from fishtalk.config import load_settings
 from fishtalk.conversation import State, Waterfall
 from fishtalk.launch import build_session
@@ -142,7 +143,29 @@ async def _connect(
         "the agent to be ready",
         lambda s: s.status == "connected" and s.agent_ready and s.agent_state == "listening",
     )
+    await _publishing(session)
     return session
+
+
+async def _publishing(session: Session) -> None:
+    """Open the session's publishing side before a turn is timed.
+
+    A client's first data packet waits for the publisher connection to be negotiated
+    (0.3-0.6 s, seconds under load); a call with a microphone has done that already, a
+    text-only one has not. Users do wait for it, but it is not what these tests inject.
+    """
+    sent = asyncio.Event()
+
+    def watch(item: object) -> None:
+        if isinstance(item, observe.PacketOut):
+            sent.set()
+
+    remove = session.add_observer(watch)
+    try:
+        session.activity()
+        await asyncio.wait_for(sent.wait(), WAIT)
+    finally:
+        remove()
 
 
 QUIET_FOR = 0.3

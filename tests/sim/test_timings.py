@@ -150,6 +150,14 @@ QUIET: dict[str, Any] = {"greeting": "", "idle_seconds": 0, "voice": "tones"}
 """Overrides that keep the agent quiet until asked: no greeting, no nudges."""
 
 
+async def _ready(user: UserClient) -> None:
+    """Wait for the agent to listen, and open the user's publishing side: a client's first
+    data packet waits for that negotiation (0.3-0.6 s, more under load), which is not what
+    the tests time."""
+    await user.until(lambda: user.states[-1:] == ["listening"])
+    await user.send(p.UserActivity())
+
+
 async def _ask(user: UserClient, text: str, *, audio: bool = True) -> tuple[float, Any]:
     """Send a typed turn; return the time just before sending and its reply's stream."""
     asked = time.monotonic()
@@ -173,7 +181,7 @@ async def test_think_time_of_a_builtin_scenario() -> None:
         user = UserClient(sim)
         try:
             await user.start("converse")
-            await user.until(lambda: user.states[-1:] == ["listening"])
+            await _ready(user)
             asked, reply = await _ask(user, "ping")
             first_text = reply.chunk_times[0]
             assert think <= first_text - asked <= think + TOLERANCE
@@ -197,7 +205,7 @@ async def test_zero_think_time_answers_at_once() -> None:
         user = UserClient(sim)
         try:
             await user.start("converse")
-            await user.until(lambda: user.states[-1:] == ["listening"])
+            await _ready(user)
             asked, reply = await _ask(user, "quick", audio=False)
             assert 0 <= reply.chunk_times[0] - asked < AgentSettings().think_seconds
             agent = await sim.agent(user.session_id)
@@ -227,7 +235,7 @@ async def test_first_audio_comes_after_the_first_text_by_the_delay() -> None:
         user = UserClient(sim)
         try:
             await user.start("late-voice")
-            await user.until(lambda: user.states[-1:] == ["listening"])
+            await _ready(user)
             asked = time.monotonic()
             await user.send(p.UserMessage(text="hello"))
             stream = await user.until(
@@ -273,7 +281,7 @@ async def test_audio_chunks_and_real_time_factor_pace_the_reply() -> None:
         user = UserClient(sim)
         try:
             await user.start("converse")
-            await user.until(lambda: user.states[-1:] == ["listening"])
+            await _ready(user)
             _, reply = await _ask(user, "one two three four")
             expected = _paced_span(reply.text, chunk_ms, factor)
             # Real time would be about half of it, and 20 ms chunks a second less: the
@@ -328,7 +336,7 @@ async def test_sim_serve_agent_setting_reaches_the_agent() -> None:
         user = UserClient(cast(SimHandle, _Served(api_url)))
         try:
             await user.start("converse")
-            await user.until(lambda: user.states[-1:] == ["listening"])
+            await _ready(user)
             asked, reply = await _ask(user, "slowly", audio=False)
             assert think <= reply.chunk_times[0] - asked <= think + TOLERANCE
         finally:
