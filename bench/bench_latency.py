@@ -122,7 +122,7 @@ async def measure(think: float, turns: int, speak: VirtualAudio | None = None) -
     from fishtalk.config import load_settings
     from fishtalk.launch import build_session
     from fishtalk.paths import CONFIG_PATH_ENV
-    from fishtalk.sim.fish.voice import SpeechDetector, silence, tone
+    from fishtalk.sim.fish.voice import silence, tone
 
     overrides = {"greeting": "", "idle_seconds": 0, "voice": "tones", "think_seconds": think}
     speech = np.concatenate([tone(440.0, SPEECH_SECONDS, amplitude=0.3), silence(0.2)])
@@ -175,8 +175,7 @@ async def measure(think: float, turns: int, speak: VirtualAudio | None = None) -
                     await run
     if speak is None:
         return Row("typed", think, 0.0, measured, turns - len(measured))
-    endpointing = SpeechDetector().hangover
-    return Row("spoken", think, endpointing, measured, turns - len(measured))
+    return Row("spoken", think, _endpointing(), measured, turns - len(measured))
 
 
 async def _quiet(session: Any, seconds: float = 0.3) -> None:
@@ -213,6 +212,12 @@ def _p(values: Sequence[float], q: float) -> float | None:
     return percentile(values, q)
 
 
+def _endpointing() -> float:
+    from fishtalk.sim.fish.voice import SpeechDetector
+
+    return SpeechDetector().hangover
+
+
 def _final(t: Waterfall) -> float | None:
     """Spoken turns: end of speech to the user's final transcript (the mic's trip and the
     sim's endpointing)."""
@@ -243,7 +248,8 @@ async def main(thinks: Sequence[float], turns: int, spoken: int, va: VirtualAudi
         "transcript chunk. Typed turns: heard runs from the publish of the turn. Spoken "
         f"turns: a {SPEECH_SECONDS:.1f} s tone into the virtual mic; heard runs from the end "
         "of speech found by the session's detector, and the sim waits for "
-        "0.8 s of quiet (its endpointing) before it thinks, so that is injected too. "
+        f"{_endpointing():.1f} s of quiet (its endpointing) before it thinks, so that is "
+        "injected too. "
         "Heard ends when the first audible agent sample leaves the speaker (handed to the "
         "device + reported output latency). Columns: heard − injected = what is not "
         "injected; final transcript = end of speech to the user's final transcript (the "
