@@ -1109,12 +1109,27 @@ def sim_serve(
             "web app's dev server http://localhost:5173 (repeatable).",
         ),
     ] = None,
+    agent_setting: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-setting",
+            metavar="KEY=VALUE",
+            help="Replace an [agent] setting of every scenario played, e.g. "
+            "think_seconds=0.8 or first_audio_delay_seconds=0.2 (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it."""
     from fishtalk.sim.cli import serve
 
     raise typer.Exit(
-        serve(host=host, port=port, scenario=scenario, allowed_origins=allow_origin or ())
+        serve(
+            host=host,
+            port=port,
+            scenario=scenario,
+            allowed_origins=allow_origin or (),
+            agent_settings=agent_setting or (),
+        )
     )
 
 

@@ -16,7 +16,9 @@ runs a command in a private network namespace; :mod:`fishtalk.sim.cli` is ``sim 
 
 Which scenario a session's agent plays: ``scenarios[agent_id]`` when given, else the
 ``scenario`` argument, else the built-in scenario named like the agent id (``demo``),
-else the built-in ``converse``.
+else the built-in ``converse``. ``agent_overrides`` (e.g. ``{"think_seconds": 0.8}``)
+replace ``[agent]`` settings in whichever it is, the built-ins included: that is how
+tests and benchmarks inject the agent's timings.
 
 This package's ``__init__`` imports nothing heavy; livekit loads when the sim starts.
 WebRTC needs a non-loopback interface: tests run under ``python -m fishtalk.sim.netns``.
@@ -139,28 +141,38 @@ async def run_sim(
     max_duration_seconds: int = 1800,
     voice: Voice | None = None,
     idle_clock: IdleClock | None = None,
+    agent_overrides: Mapping[str, object] | None = None,
 ) -> AsyncIterator[SimHandle]:
     """Run server + endpoint + agent spawner until the block exits.
 
     ``scenario`` may be a :class:`~fishtalk.sim.fish.scenario.Scenario`, a file path or a
-    built-in name. Raises :class:`~fishtalk.sim.fish.scenario.ScenarioError` for a bad file.
+    built-in name. Raises :class:`~fishtalk.sim.fish.scenario.ScenarioError` for a bad file
+    or a bad ``agent_overrides`` entry (``[agent]`` settings applied to every scenario
+    played, e.g. ``{"think_seconds": 0.3}``; checked before anything listens).
     ``voice`` and ``idle_clock`` (where the agents' idle time comes from) default to the
     real ones; tests pass their own.
     """
     from fishtalk.sim.fish.agent import SimAgent
     from fishtalk.sim.fish.endpoint import DEFAULT_ALLOWED_ORIGINS, SessionEndpoint
-    from fishtalk.sim.fish.scenario import BUILTIN, builtin_scenario
+    from fishtalk.sim.fish.scenario import BUILTIN, builtin_scenario, check_agent_overrides
     from fishtalk.sim.livekit.server import SimServer
 
+    overrides = check_agent_overrides(agent_overrides or {})
     default = _resolve(scenario)
     per_agent = dict(scenarios or {})
+    # Apply the overrides once, up front: a scenario whose own values clash fails here.
+    if default is not None:
+        default = default.with_agent(overrides)
+    per_agent = {name: played.with_agent(overrides) for name, played in per_agent.items()}
 
     def scenario_for(agent_id: str) -> Scenario:
         if agent_id in per_agent:
             return per_agent[agent_id]
         if default is not None:
             return default
-        return builtin_scenario(agent_id if agent_id in BUILTIN else "converse")
+        return builtin_scenario(agent_id if agent_id in BUILTIN else "converse").with_agent(
+            overrides
+        )
 
     server = SimServer(host, port)
     tasks: set[asyncio.Task[None]] = set()

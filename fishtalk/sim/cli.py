@@ -7,7 +7,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -57,12 +57,24 @@ def builtin_lines() -> list[str]:
     return lines
 
 
-def _banner(api_url: str, dev_key: str, scenario: str, out: TextIO, origins: Sequence[str]) -> None:
+def _banner(
+    api_url: str,
+    dev_key: str,
+    scenario: str,
+    out: TextIO,
+    origins: Sequence[str],
+    overrides: Mapping[str, object] | None = None,
+) -> None:
     lines = [
         f"fishtalk sim: serving on {api_url} (scenario: {scenario})",
         f"  API URL:  {api_url}",
         f"  API key:  {dev_key}   (the simulator's own key; it guards nothing real)",
         f"  Public agents (no key) accept the origins: {', '.join(origins)}",
+    ]
+    if overrides:
+        settings = ", ".join(f"{key}={value!r}" for key, value in overrides.items())
+        lines.append(f"  Agent settings for every scenario: {settings}")
+    lines += [
         "",
         "Built-in scenarios (--scenario NAME; without it, agent id NAME plays NAME):",
         *builtin_lines(),
@@ -82,6 +94,7 @@ async def _serve(
     label: str,
     out: TextIO,
     allowed_origins: Sequence[str] = (),
+    agent_overrides: Mapping[str, object] | None = None,
 ) -> None:
     from fishtalk.sim import run_sim
     from fishtalk.sim.fish.endpoint import DEFAULT_ALLOWED_ORIGINS
@@ -94,9 +107,15 @@ async def _serve(
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not on this platform
             loop.add_signal_handler(sig, stop.set)
     try:
-        async with run_sim(chosen, host=host, port=port, allowed_origins=origins) as handle:
+        async with run_sim(
+            chosen,
+            host=host,
+            port=port,
+            allowed_origins=origins,
+            agent_overrides=agent_overrides,
+        ) as handle:
             try:
-                _banner(handle.api_url, handle.dev_key, label, out, origins)
+                _banner(handle.api_url, handle.dev_key, label, out, origins, agent_overrides)
                 await stop.wait()
                 _write(out, "fishtalk sim: stopping\n")
             except _StdoutClosed:
@@ -113,6 +132,7 @@ def serve(
     scenario: str | Path | None = None,
     out: TextIO | None = None,
     allowed_origins: Sequence[str] = (),
+    agent_settings: Sequence[str] = (),
 ) -> int:
     """Run server, session endpoint and agents until SIGINT/SIGTERM; return the exit code.
 
@@ -122,18 +142,27 @@ def serve(
     When ``out`` closes (its reader went away), the simulator stops quietly (exit 0).
     ``allowed_origins`` adds origins (``scheme://host[:port]``) a public, keyless session
     request may come from, such as a web app's dev server, to the built-in ones.
+    ``agent_settings`` (``KEY=VALUE``, e.g. ``think_seconds=0.8``) replace ``[agent]``
+    settings of every scenario played, the built-in ones included.
     """
-    from fishtalk.sim.fish.scenario import load_scenario
+    from fishtalk.sim.fish.scenario import (
+        check_agent_overrides,
+        load_scenario,
+        parse_agent_setting,
+    )
 
     if not 0 <= port <= MAX_PORT:
         raise SimServeError(f"port {port} is out of range (0-{MAX_PORT}; 0 picks a free one)")
     # Load first so that a bad file fails before anything listens.
     chosen = load_scenario(scenario) if scenario is not None else None
+    overrides = check_agent_overrides(dict(parse_agent_setting(a) for a in agent_settings))
+    if chosen is not None:
+        chosen = chosen.with_agent(overrides)
     label = str(scenario) if scenario is not None else "demo for agent id 'demo', else converse"
     stream = out if out is not None else sys.stdout
     # A second Ctrl-C while stopping lands here as KeyboardInterrupt: still a clean exit.
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(host, port, chosen, label, stream, allowed_origins))
+        asyncio.run(_serve(host, port, chosen, label, stream, allowed_origins, overrides))
     return EXIT_OK
 
 

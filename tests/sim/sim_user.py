@@ -78,6 +78,10 @@ class UserClient:
     streams: list[Stream] = field(default_factory=list)
     loud_frames: int = 0
     last_loud: float = 0.0
+    loud_times: list[float] = field(default_factory=list)
+    """time.monotonic() at each loud agent audio frame's arrival."""
+    state_times: list[tuple[str, float]] = field(default_factory=list)
+    """Every agent state change with the time.monotonic() it arrived at."""
     disconnected: bool = False
     reconnected: int = 0
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
@@ -121,12 +125,14 @@ class UserClient:
         state = participant.attributes.get(p.ATTR_AGENT_STATE)
         if state and (not self.states or self.states[-1] != state):
             self.states.append(state)
+            self.state_times.append((state, time.monotonic()))
 
     def _on_attrs(self, changed: dict[str, str], participant: rtc.Participant) -> None:
         if p.ATTR_AGENT_STATE in changed:
             state = changed[p.ATTR_AGENT_STATE]
             if not self.states or self.states[-1] != state:
                 self.states.append(state)
+                self.state_times.append((state, time.monotonic()))
 
     def _on_data(self, packet: rtc.DataPacket) -> None:
         if packet.topic != p.TOPIC_AGENT_EVENT:
@@ -172,6 +178,7 @@ class UserClient:
             if rms_dbfs(pcm) > -45:
                 self.loud_frames += 1
                 self.last_loud = time.monotonic()
+                self.loud_times.append(self.last_loud)
 
     # --- actions and waits --------------------------------------------------------------
 

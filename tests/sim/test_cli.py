@@ -230,3 +230,31 @@ def test_allow_origin_lets_a_web_app_create_a_public_session() -> None:
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=20)
+
+
+def test_agent_setting_applies_to_every_scenario_and_is_shown() -> None:
+    """``--agent-setting KEY=VALUE`` (the timings tests inject) is echoed in the banner."""
+    proc = _start("--port", "0", "--agent-setting", "think_seconds=0.8")
+    try:
+        lines = _read_banner(proc)
+        assert "  Agent settings for every scenario: think_seconds=0.8" in lines
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("think_seconds=-1", "agent override think_seconds: Input should be greater than"),
+        ("thinking=1", "agent override thinking: Extra inputs are not permitted"),
+        ("audio_chunk_ms=15", "agent override audio_chunk_ms: Input should be a multiple of 10"),
+        ("think_seconds", "agent setting 'think_seconds': expected KEY=VALUE"),
+    ],
+)
+def test_bad_agent_setting_is_one_line(setting: str, message: str) -> None:
+    proc = _run("--port", "0", "--agent-setting", setting)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"fishtalk: {message}")
+    assert proc.stderr.count("\n") == 1
+    assert proc.stdout == ""

@@ -10,6 +10,10 @@ One :class:`SimAgent` serves one session. It joins the session's room as identit
   when ``audio`` is false), and so does every stretch of user speech it hears;
 * speaks with locally synthesised audio (:mod:`fishtalk.sim.fish.voice`) fed to an
   ``rtc.AudioSource`` in real time;
+* takes the time its scenario says (``[agent]`` timings): ``thinking`` for
+  ``think_seconds`` before each reply, ``first_audio_delay_seconds`` between a spoken
+  line's first word and its voice, audio fed in ``audio_chunk_ms`` chunks at
+  ``audio_realtime_factor`` times real time;
 * streams its transcript on ``lk.transcription`` the way LiveKit agents do: one text
   stream per segment, opened with ``lk.segment_id`` and ``lk.transcription_final: "false"``
   (plus ``lk.transcribed_track_id``), one word chunk written as that word's audio starts

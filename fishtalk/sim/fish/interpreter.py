@@ -218,7 +218,8 @@ class ScenarioInterpreter:
     async def _respond(self, turn: Turn, *, mid_script: bool = False) -> None:
         agent = self._agent
         await agent.set_state("thinking")
-        await asyncio.sleep(0.4)
+        agent.note(f"thinking for {agent.settings.think_seconds:g} s")
+        await asyncio.sleep(agent.settings.think_seconds)
         if isinstance(turn, HeardSpeech):
             h = turn.heard
             await agent.say(

@@ -23,6 +23,19 @@ A scenario is a TOML file (stdlib ``tomllib``; no code runs from it). Top level:
                                       # is answered before the next step (then the
                                       # steps carry on)
 
+    # Timings (what the heard-latency tests and benchmarks inject):
+    think_seconds = 0.4               # a reply to a user turn: `thinking` is shown this
+                                      # long before its first transcript chunk (0-60)
+    first_audio_delay_seconds = 0.0   # every spoken line: its first transcript chunk is
+                                      # written, then this long passes before its first
+                                      # audio frame (0-60)
+    audio_chunk_ms = 20               # audio is fed to the voice track in chunks of this
+                                      # many ms (10-200, a multiple of 10)
+    audio_realtime_factor = 1.0       # wall seconds taken to feed one second of audio:
+                                      # 1.0 real time; 2.0 a chunk every twice its length
+                                      # (a voice that cannot keep up: the listener hears
+                                      # gaps) (1-10)
+
     [[steps]]                         # run in order; each has a `do` key
     do = "say"
     text = "Hello."
@@ -58,6 +71,11 @@ Steps (``do = ...`` and their fields, defaults in brackets):
 ``end``              session.ended {``reason`` ["agent_hangup"]}, then the agent leaves.
 ``sleep``            ``seconds``.
 
+The timings of the ``[agent]`` table can also be set for any scenario, the built-in ones
+included, without editing it: :meth:`Scenario.with_agent` (or ``run_sim(agent_overrides=...)``,
+which applies them to every scenario the sim plays; ``fishtalk sim serve --agent-setting
+KEY=VALUE``). Bad values fail as bad TOML does: one line naming the setting.
+
 Texts of ``say`` steps and the greeting may hold ``{{name}}`` placeholders, filled from the
 session's ``dynamic_variables`` (left as is when unset).
 
@@ -71,6 +89,7 @@ from __future__ import annotations
 
 import difflib
 import tomllib
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Final, Literal
@@ -103,6 +122,14 @@ class AgentSettings(_Model):
     tool_deadline_seconds: float = Field(default=30.0, gt=0, le=120)
     answer_during_steps: bool = False
     """Answer user turns between steps instead of after the last one."""
+    think_seconds: float = Field(default=0.4, ge=0, le=60)
+    """How long ``thinking`` is shown before a reply's first transcript chunk."""
+    first_audio_delay_seconds: float = Field(default=0.0, ge=0, le=60)
+    """Between a spoken line's first transcript chunk and its first audio frame."""
+    audio_chunk_ms: int = Field(default=20, ge=10, le=200, multiple_of=10)
+    """Length of the audio chunks fed to the voice track."""
+    audio_realtime_factor: float = Field(default=1.0, ge=1, le=10)
+    """Wall seconds taken to feed one second of audio (1.0: real time)."""
 
 
 class Say(_Model):
@@ -263,6 +290,47 @@ class Scenario(_Model):
     steps: list[Step] = Field(default_factory=list)
     then: Literal["converse", "listen", "end"] = "converse"
 
+    def with_agent(self, overrides: Mapping[str, object]) -> Scenario:
+        """This scenario with some ``[agent]`` settings replaced (e.g. the timings).
+
+        Validated like a file: raises :class:`ScenarioError` naming the bad setting.
+        """
+        if not overrides:
+            return self
+        merged = {**self.agent.model_dump(exclude_unset=True), **overrides}
+        try:
+            agent = AgentSettings.model_validate(merged)
+        except ValidationError as exc:
+            raise ScenarioError(f"scenario {self.name}: agent.{_describe(exc)}") from None
+        return self.model_copy(update={"agent": agent})
+
+
+def check_agent_overrides(overrides: Mapping[str, object]) -> dict[str, object]:
+    """Validate ``[agent]`` overrides on their own; returns them as a dict.
+
+    Raises :class:`ScenarioError` (``agent override think_seconds: ...``) for an unknown
+    setting or a bad value, before anything is served.
+    """
+    try:
+        AgentSettings.model_validate(dict(overrides))
+    except ValidationError as exc:
+        raise ScenarioError(f"agent override {_describe(exc)}") from None
+    return dict(overrides)
+
+
+def parse_agent_setting(text: str) -> tuple[str, object]:
+    """``"think_seconds=0.8"`` -> ``("think_seconds", 0.8)`` (the value read as TOML, or
+    else taken as a string); raises :class:`ScenarioError` without ``=``."""
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not sep or not key:
+        raise ScenarioError(f"agent setting {text!r}: expected KEY=VALUE, e.g. think_seconds=0.8")
+    try:
+        value: object = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
 
 def _shipped() -> tuple[str, ...]:
     # The registry is the folder: every scenarios/NAME.toml is a built-in. The demo, the
@@ -357,6 +425,8 @@ __all__ = [
     "UserTranscript",
     "WaitFor",
     "builtin_scenario",
+    "check_agent_overrides",
     "load_scenario",
+    "parse_agent_setting",
     "parse_scenario",
 ]

@@ -6,7 +6,10 @@
 ``lk.segment_id`` and ``lk.transcription_final: "false"`` (plus ``lk.transcribed_track_id``),
 one word chunk written as that word's audio starts playing, and closed with a trailer
 attribute ``lk.transcription_final: "true"``. An interrupt stops the audio at once and
-closes the segment with only the words already spoken. It also publishes the user's
+closes the segment with only the words already spoken. The scenario's timings shape
+every spoken line: ``first_audio_delay_seconds`` between the first transcript chunk and
+the first audio frame, ``audio_chunk_ms`` (chunk length) and ``audio_realtime_factor``
+(wall time per second of audio fed). It also publishes the user's
 transcripts (what :mod:`~fishtalk.sim.fish.listening` heard, or a scenario's scripted
 ones) under the user's identity.
 """
@@ -23,11 +26,11 @@ from livekit import rtc
 
 from fishtalk import protocol as p
 from fishtalk.sim.fish.core import AgentCore
-from fishtalk.sim.fish.voice import FRAME_SAMPLES, SAMPLE_RATE, Pcm, Voice, frames, split_words
+from fishtalk.sim.fish.voice import SAMPLE_RATE, Pcm, Voice, frames, split_words
 
 ECHO_TAIL: Final = 0.5
 """Sound starting this soon after the agent stopped talking is taken for its echo."""
-_LEAD: Final = 0.06
+FEED_LEAD: Final = 0.06
 """How far ahead of real time audio frames are handed to the source."""
 
 
@@ -133,6 +136,7 @@ class Speech:
         self, text: str, writer: rtc.TextStreamWriter, delivered: list[str]
     ) -> None:
         assert self._source is not None
+        settings = self._core.settings
         loop = asyncio.get_running_loop()
         start = loop.time()
         sent = 0
@@ -142,16 +146,26 @@ class Speech:
         # Render the next word while this one plays (espeak-ng takes tens of ms a word).
         upcoming = asyncio.ensure_future(self.voice.render(words[0]))
         try:
+            written = 0
+            if settings.first_audio_delay_seconds > 0:
+                # The text runs ahead of the voice: first chunk now, its audio later.
+                await writer.write(words[0])
+                delivered.append(words[0])
+                written = 1
+                await asyncio.sleep(settings.first_audio_delay_seconds)
+                start = loop.time()
             for index, word in enumerate(words):
                 pcm = await upcoming
                 if index + 1 < len(words):
                     upcoming = asyncio.ensure_future(self.voice.render(words[index + 1]))
-                start, sent = await self._play_word(word, pcm, writer, delivered, start, sent)
+                start, sent = await self._play_word(
+                    word, pcm, writer, delivered, start, sent, write=index >= written
+                )
         finally:
             upcoming.cancel()
             # Retrieve its outcome so an interrupted render never logs "never retrieved".
             upcoming.add_done_callback(lambda t: t.cancelled() or t.exception())
-        remaining = start + sent / SAMPLE_RATE - loop.time()
+        remaining = start + sent * settings.audio_realtime_factor / SAMPLE_RATE - loop.time()
         if remaining > 0:
             await asyncio.sleep(remaining)
 
@@ -163,29 +177,33 @@ class Speech:
         delivered: list[str],
         start: float,
         sent: int,
+        *,
+        write: bool = True,
     ) -> tuple[float, int]:
-        """Feed one word's frames in real time; returns the updated (start, sent) clock."""
+        """Feed one word's frames at the scenario's pace; returns the updated (start, sent)
+        clock. ``write``: write the word to the transcript as its first frame is queued."""
         assert self._source is not None
         loop = asyncio.get_running_loop()
-        first = True
-        for frame in frames(pcm):
-            due = start + sent / SAMPLE_RATE - _LEAD
+        settings = self._core.settings
+        chunk = SAMPLE_RATE * settings.audio_chunk_ms // 1000
+        pace = settings.audio_realtime_factor
+        first = write
+        for frame in frames(pcm, chunk):
+            due = start + sent * pace / SAMPLE_RATE - FEED_LEAD
             delay = due - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
             elif delay < -0.5:
                 # We fell behind (a slow machine): restart the clock, don't burst.
-                start, sent = loop.time() + _LEAD, 0
-            await self._source.capture_frame(
-                rtc.AudioFrame(frame.tobytes(), SAMPLE_RATE, 1, FRAME_SAMPLES)
-            )
+                start, sent = loop.time() + FEED_LEAD, 0
+            await self._source.capture_frame(rtc.AudioFrame(frame.tobytes(), SAMPLE_RATE, 1, chunk))
             self.frames_sent += 1
             if first:
                 # The word's first frame is queued: write the word as it starts playing.
                 await writer.write(word)
                 delivered.append(word)
                 first = False
-            sent += FRAME_SAMPLES
+            sent += chunk
         return start, sent
 
     # --- the user's transcripts ---------------------------------------------------------
@@ -208,4 +226,4 @@ class Speech:
         self._core.note(f"user transcript{' final' if final else ''}: {text}")
 
 
-__all__ = ["ECHO_TAIL", "Speech"]
+__all__ = ["ECHO_TAIL", "FEED_LEAD", "Speech"]
