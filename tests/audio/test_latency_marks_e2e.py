@@ -114,9 +114,12 @@ async def test_a_typed_and_a_spoken_turn_and_an_interrupt_leave_their_marks_in_o
             assert [m.kind for m in log.marks if m.kind != "rtt"] == ["typed_sent"]
 
             # A typed turn: the publish, then the reply's first audible frame, then the
-            # moment it was handed to the speaker with the device's latency.
+            # moment it was handed to the speaker with the device's latency. Its reply (the
+            # sim repeats the words, a few seconds of voice) outlasts the sound made over it
+            # below by far, also on the sim's side, which finishes sending before the
+            # speaker finishes playing: the sim must hear all of that sound over its voice.
             before = time.monotonic()
-            session.send_text("hello there")
+            session.send_text("hello there, " + " ".join(["and", "so", "on"] * 4))
             heard = await log.wait("audio_heard")
             typed = log.of("typed_sent")[1:]
             received = log.of("audio_received")
