@@ -125,6 +125,8 @@ class AudioStats:
     handoff_latency_max_ms: float
     input_format: StreamFormat | None
     output_format: StreamFormat | None
+    mic_thread_wakes: int = 0
+    """Times the capture thread woke the loop for mic_frames() (play() does it otherwise)."""
 
 
 class _Levels:
@@ -587,6 +589,7 @@ class SoundDeviceAudio:
         self._mic_ready: deque[rtc.AudioFrame | None] = deque(maxlen=_MIC_QUEUE_FRAMES)
         self._mic_waiter: asyncio.Future[None] | None = None
         self._mic_dropped = 0
+        self._mic_thread_wakes = 0
         self._muted = False
         self._wake_pending = False
         self._loop_visited = 0.0  # monotonic time of the last play() (loop side)
@@ -817,6 +820,7 @@ class SoundDeviceAudio:
             handoff_latency_max_ms=pb.latency_max * 1000 if pb else 0.0,
             input_format=cap.format if cap else None,
             output_format=pb.format if pb else None,
+            mic_thread_wakes=self._mic_thread_wakes,
         )
 
     @property
@@ -986,6 +990,7 @@ class SoundDeviceAudio:
             and time.monotonic() - self._loop_visited > _LOOP_VISIT_S
         ):
             self._wake_pending = True
+            self._mic_thread_wakes += 1
             loop = self._loop
             if loop is not None:
                 # RuntimeError: the loop closed under us; there is nothing to deliver to.
