@@ -431,7 +431,8 @@ def _drops(stats: Any) -> str:
         f"dropped mic frames {stats.mic_dropped_frames}, dropped playback frames "
         f"{stats.playback_dropped_frames}, quiet frames skipped to hold the delay down "
         f"{stats.playback_trimmed_frames}, rendered frames the APM skipped "
-        f"{stats.render_dropped_blocks}, APM errors {stats.apm_errors}"
+        f"{stats.render_dropped_blocks}, APM errors {stats.apm_errors}, loop wakes from the "
+        f"capture thread {stats.mic_thread_wakes}"
     )
 
 
