@@ -3,8 +3,12 @@
 Runs of the same length; rows 1-5 are duplex, each capturing from the virtual mic and
 playing a real-time stream of 10 ms agent frames to the virtual speaker:
 
-1. bare: a sounddevice InputStream + OutputStream whose callbacks only copy blocks
-   (the least any client must do for the same I/O);
+1. bare: a sounddevice InputStream + OutputStream whose callbacks only copy blocks, fed
+   and drained by the same 10 ms loop tick as the fishtalk rows (the tick hands each
+   agent frame's samples to the output callback and takes the copied mic blocks): the
+   least any client must do for the same I/O; and the same with the APM in its callbacks
+   (reverse stream in the output callback, capture stream in the input callback), the
+   floor under row 3;
 2. fishtalk without processing: the backend with the AudioProcessingModule switched off;
 3. fishtalk: the backend as shipped (echo cancellation, noise suppression, high-pass
    filter, auto gain), mic frames consumed from ``mic_frames()``;
@@ -16,7 +20,7 @@ playing a real-time stream of 10 ms agent frames to the virtual speaker:
 5. the same as row 3, with each mic frame fed to an ``rtc.AudioSource`` as the session does;
 6. anchor: livekit's ``MediaDevices`` (sounddevice + APM from the SDK), the same options
    and block size, its mic frames going into its ``rtc.AudioSource``;
-7. the APM's own calls at the same pace without devices: what row 3 cannot go below.
+7. the APM's own calls at the same pace on a thread of their own, without devices.
 
 Below the table, the detector's own cost per frame, timed alone (silent and voiced frames).
 
@@ -82,23 +86,71 @@ async def _paced(seconds: float, each: Any) -> int:
     return n
 
 
-async def bare(seconds: float) -> Run:
+def _agent_frames(seconds: float) -> list[Any]:
+    """The agent's stream as the session gets it: one ``rtc.AudioFrame`` per 10 ms."""
+    from livekit import rtc
+
+    audio = _agent_audio(seconds + 1)
+    return [
+        rtc.AudioFrame(audio[i * FRAME : (i + 1) * FRAME].tobytes(), RATE, 1, FRAME)
+        for i in range(int(seconds * 100))
+    ]
+
+
+async def bare(seconds: float, *, apm: bool = False) -> Run:
+    """The least a client can do for the same I/O, through the same loop.
+
+    The loop's 10 ms tick hands each agent frame (the same ``rtc.AudioFrame`` objects the
+    fishtalk rows get) to the output callback through a deque, and takes the mic blocks the
+    input callback copied into a list. The callbacks only copy. With ``apm``, the floor
+    under fishtalk's APM-on row: the output callback also feeds each rendered block to the
+    APM's reverse stream and the input callback processes each mic block (AEC+NS+HPF+AGC)
+    before handing it over, as livekit's ``MediaDevices`` and fishtalk both do.
+    """
+    from collections import deque
+
     import sounddevice as sd
+    from livekit import rtc
 
     from fishtalk.audio.devices import resolve_device
 
-    audio = _agent_audio(seconds + 1)
+    frames = _agent_frames(seconds)
+    queued: deque[np.ndarray[Any, np.dtype[np.int16]]] = deque()
     pending: list[np.ndarray[Any, np.dtype[np.int16]]] = []
     counts = {"in": 0, "out": 0}
+    processor = (
+        rtc.AudioProcessingModule(
+            echo_cancellation=True,
+            noise_suppression=True,
+            high_pass_filter=True,
+            auto_gain_control=True,
+        )
+        if apm
+        else None
+    )
+    mic = rtc.AudioFrame.create(RATE, 1, FRAME)
+    mic_samples = np.frombuffer(mic.data, dtype=np.int16)
+    render = rtc.AudioFrame.create(RATE, 1, FRAME)
+    render_samples = np.frombuffer(render.data, dtype=np.int16)
 
     def on_input(indata: Any, frames: int, time_info: Any, status: Any) -> None:
-        pending.append(indata[:, 0].copy())
+        if processor is None:
+            pending.append(indata[:, 0].copy())
+        else:
+            mic_samples[:] = indata[:, 0]
+            processor.process_stream(mic)
+            pending.append(mic_samples.copy())
         counts["in"] += 1
 
     def on_output(outdata: Any, frames: int, time_info: Any, status: Any) -> None:
-        i = counts["out"]
-        outdata[:, 0] = audio[i * FRAME : (i + 1) * FRAME]
-        counts["out"] += 1
+        if queued:
+            outdata[:, 0] = queued.popleft()
+            counts["out"] += 1
+        else:
+            outdata.fill(0)
+        if processor is not None:
+            render_samples[:] = outdata[:, 0]
+            processor.process_reverse_stream(render)
 
     common = {"samplerate": RATE, "channels": 1, "dtype": "int16", "blocksize": FRAME}
     inp = sd.InputStream(
@@ -110,16 +162,22 @@ async def bare(seconds: float) -> Run:
     inp.start()
     out.start()
 
-    def drain(_: int) -> None:
-        pending.clear()  # the consumer side: take what the callback produced
+    def tick(i: int) -> None:
+        queued.append(np.frombuffer(frames[i].data, dtype=np.int16))  # the agent's frame
+        pending.clear()  # the consumer side: take what the input callback produced
 
+    await asyncio.sleep(0.5)  # settle, as the fishtalk rows do
+    counts["in"] = counts["out"] = 0
     cpu0, wall0 = time.process_time(), time.monotonic()
-    await _paced(seconds, drain)
+    await _paced(seconds, tick)
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     for stream in (inp, out):
         stream.stop()
         stream.close()
-    return Run("bare sounddevice duplex", cpu, wall, counts["in"], counts["out"])
+    name = (
+        "bare duplex + APM in its callbacks (AEC+NS+HPF+AGC)" if apm else "bare sounddevice duplex"
+    )
+    return Run(name, cpu, wall, counts["in"], counts["out"])
 
 
 async def fishtalk(
@@ -139,11 +197,7 @@ async def fishtalk(
         auto_gain=processing,
     )
     await backend.start()
-    audio = _agent_audio(seconds + 1)
-    frames = [
-        rtc.AudioFrame(audio[i * FRAME : (i + 1) * FRAME].tobytes(), RATE, 1, FRAME)
-        for i in range(int(seconds * 100))
-    ]
+    frames = _agent_frames(seconds)
     got = 0
     source = rtc.AudioSource(RATE, 1) if publish else None
     marks = {"speech": 0, "heard": 0}
@@ -282,11 +336,7 @@ async def media_devices(seconds: float) -> Run:
             loop.default_exception_handler(context)
 
     loop.set_exception_handler(on_error)
-    audio = _agent_audio(seconds + 1)
-    frames = [
-        rtc.AudioFrame(audio[i * FRAME : (i + 1) * FRAME].tobytes(), RATE, 1, FRAME)
-        for i in range(int(seconds * 100))
-    ]
+    frames = _agent_frames(seconds)
     stream = player._stream
     buffer = player._buffer
     stream.start()
@@ -381,7 +431,8 @@ def _drops(stats: Any) -> str:
         f"dropped mic frames {stats.mic_dropped_frames}, dropped playback frames "
         f"{stats.playback_dropped_frames}, quiet frames skipped to hold the delay down "
         f"{stats.playback_trimmed_frames}, rendered frames the APM skipped "
-        f"{stats.render_dropped_blocks}, APM errors {stats.apm_errors}"
+        f"{stats.render_dropped_blocks}, APM errors {stats.apm_errors}, loop wakes from the "
+        f"capture thread {stats.mic_thread_wakes}"
     )
 
 
@@ -392,6 +443,7 @@ def _count(n: int) -> str:
 async def main(seconds: float) -> str:
     load_before = os.getloadavg()
     baseline = await bare(seconds)
+    floor = await bare(seconds, apm=True)
     plain, plain_stats = await fishtalk(seconds, processing=False)
     full, stats = await fishtalk(seconds, processing=True)
     unmeasured, measured = await measurement(seconds)
@@ -400,7 +452,7 @@ async def main(seconds: float) -> str:
     apm_only = await apm_alone(seconds)
     platform = platform_audio_status()
     load_after = os.getloadavg()
-    rows = [baseline, plain, full, unmeasured, measured, published, sdk, apm_only]
+    rows = [baseline, floor, plain, full, unmeasured, measured, published, sdk, apm_only]
     vad_silent, vad_voiced, audible = vad_cost()
     lines = [
         "## Audio path (virtual PulseAudio devices)",
@@ -422,9 +474,15 @@ async def main(seconds: float) -> str:
     lines += [
         "| livekit PlatformAudio (WebRTC's device module) | – | – | – | – | not run: see below |",
         "",
-        f"Floor for the APM-on row: bare + APM alone = "
-        f"{(baseline.cpu_s + apm_only.cpu_s) / baseline.cpu_s:.2f}x bare; fishtalk's APM-on row "
-        f"is {full.cpu_s / (baseline.cpu_s + apm_only.cpu_s):.2f}x that floor.",
+        "What the bare rows include: the same loop tick every 10 ms that feeds the fishtalk "
+        "rows (it hands each agent `rtc.AudioFrame`'s samples to the output callback through "
+        "a deque and takes the mic blocks the input callback copied out), the same frames, "
+        "the same streams (`low` latency, 10 ms blocks) and the same half-second settle "
+        "before CPU is counted. Floor for the APM-on row: the bare duplex with the APM in "
+        f"its callbacks = {floor.cpu_s / baseline.cpu_s:.2f}x bare; fishtalk's APM-on row is "
+        f"{full.cpu_s / floor.cpu_s:.2f}x that floor (the APM alone, paced on a thread of "
+        f"its own: {apm_only.cpu_s / baseline.cpu_s:.2f}x bare, which includes that "
+        "thread's 100 wake-ups a second).",
         "",
         f"Heard-latency measurement (issue 14): APM on with measurement costs "
         f"{measured.cpu_s - unmeasured.cpu_s:+.2f} CPU s per {seconds:.0f} s against without "

@@ -11,20 +11,22 @@ before it processes its own frames. So the APM sees render and capture in time o
 one thread, and nothing slow ever runs on the thread that must keep the speaker fed.
 
 The event loop is woken only when ``mic_frames()`` is waiting, once per two 10 ms frames
-(frames that arrive while the consumer is busy are taken without a wake).
-Levels are not computed per block: each callback stores its last few blocks in a
-preallocated ring, and RMS and peak are computed when ``levels()`` is read. Flushing
-playback clears the queue and tells the callback to drop its partial frame, so queued
-agent audio stops within one device block.
+(frames that arrive while the consumer is busy are taken without a wake), and not by the
+capture thread at all while agent audio is being played: ``play()`` runs on the loop every
+10 ms then and hands the waiting consumer its frames on the way. Levels are not computed
+per block: each callback keeps its last few blocks as bytes (the mic's is the frame's own
+copy when no APM changes it afterwards), and RMS and peak are computed when ``levels()``
+is read. Flushing playback clears the queue and tells the callback to drop its partial
+frame, so queued agent audio stops within one device block.
 
-Heard latency (the :class:`~fishtalk.audio.base.LatencyTaps`): capture blocks are stamped
-with the time their last sample reached the device (PortAudio's ADC time), and the
-end-of-speech detector (:mod:`fishtalk.audio.vad`) runs on each processed frame only while
-the session listens for it. A marked agent frame carries its callback through the playback
-queue; the playback callback that hands its first sample to the device reports that
-moment and the device's output latency for it (DAC time minus now, or the latency reported
-at open). A flush reports the next playback callback's time plus that latency. Every
-report reaches the loop with one call_soon_threadsafe, never one per frame.
+Heard latency (the :class:`~fishtalk.audio.base.LatencyTaps`): while the session listens
+for the end of speech, capture blocks are stamped with the time their last sample reached
+the device (PortAudio's ADC time) and the end-of-speech detector (:mod:`fishtalk.audio.vad`)
+runs on each processed frame. A marked agent frame carries its callback through the
+playback queue; the playback callback that hands its first sample to the device reports
+that moment and the device's output latency for it (DAC time minus now, or the latency
+reported at open). A flush reports the next playback callback's time plus that latency.
+Every report reaches the loop with one call_soon_threadsafe, never one per frame.
 """
 
 from __future__ import annotations
@@ -86,6 +88,11 @@ _MIC_QUEUE_FRAMES = 100
 # A waiting mic_frames() is woken when this many frames are ready: two 10 ms frames per
 # wake halve the loop's wake-ups for at most 10 ms more mic latency.
 _MIC_WAKE_FRAMES = 2
+# While play() has run on the loop this recently (agent frames arrive every 10 ms while a
+# track is subscribed), the capture thread leaves the wake to the next play() instead of
+# waking the loop itself: the loop is about to run anyway, and a wake from another thread
+# costs a self-pipe write and a context switch.
+_LOOP_VISIT_S = 0.02
 _RENDER_RING_FRAMES = 50  # rendered frames the capture thread has not fed to the APM yet
 _PLAYBACK_QUEUE_SECONDS = 20.0  # agent audio may arrive ahead of real time
 _LEVEL_WINDOW = 5  # frames (50 ms) per level reading
@@ -118,33 +125,38 @@ class AudioStats:
     handoff_latency_max_ms: float
     input_format: StreamFormat | None
     output_format: StreamFormat | None
+    mic_thread_wakes: int = 0
+    """Times the capture thread woke the loop for mic_frames() (play() does it otherwise)."""
 
 
 class _Levels:
-    """The last few blocks of one signal, kept as samples; RMS and peak computed on read.
+    """The last few blocks of one signal, kept as raw bytes; RMS and peak computed on read.
 
-    ``store`` runs on a PortAudio thread for every block and only copies into a
-    preallocated ring; ``read`` (the UI polls it at about 20 Hz) does the arithmetic.
-    A read racing a store may see one half-written block: it is a meter.
+    ``store`` runs on a PortAudio thread for every block and only copies the block's bytes
+    (``keep`` takes a buffer the caller will not change again, without a copy); ``read``
+    (the UI polls it at about 20 Hz) does the arithmetic. No numpy on the callback side.
     """
 
     def __init__(self) -> None:
-        self._rows = np.zeros((_LEVEL_WINDOW, 0), dtype=np.int16)
+        self._blocks: list[bytes | bytearray] = [b""] * _LEVEL_WINDOW
+        self._size = -1
         self._next = 0
         self._filled = 0
         self._updated = 0.0
 
     def store(self, samples: Int16Array, now: float) -> None:
-        size = samples.shape[0]
-        rows = self._rows
-        if rows.shape[1] != size:  # the first block, or the device's block size changed
-            rows = np.zeros((_LEVEL_WINDOW, size), dtype=np.int16)
-            self._rows = rows
+        """Copy a block (it may be a device buffer, reused after the callback)."""
+        self.keep(samples.tobytes(), now)
+
+    def keep(self, data: bytes | bytearray, now: float) -> None:
+        """Keep ``data`` (int16 samples) as it is: the caller never changes it again."""
+        if len(data) != self._size:  # the first block, or the device's block size changed
+            self._size = len(data)
             self._filled = 0
             self._next = 0
         i = self._next
-        rows[i] = samples
-        self._next = (i + 1) % _LEVEL_WINDOW
+        self._blocks[i] = data
+        self._next = 0 if i == _LEVEL_WINDOW - 1 else i + 1
         if self._filled < _LEVEL_WINDOW:
             self._filled += 1
         self._updated = now
@@ -153,20 +165,21 @@ class _Levels:
         self._filled = 0
         self._next = 0
 
+    def _window(self) -> Int16Array:
+        filled = self._filled
+        return np.frombuffer(b"".join(self._blocks[:filled]), dtype=np.int16)
+
     def has_signal(self) -> bool:
         """Whether any stored block has a sample that is not exactly zero."""
-        filled = self._filled
-        return filled > 0 and bool(self._rows[:filled].any())
+        return self._filled > 0 and bool(self._window().any())
 
     def read(self) -> tuple[float, float]:
-        filled = self._filled
-        if not filled or time.monotonic() - self._updated > _LEVEL_STALE_S:
+        if not self._filled or time.monotonic() - self._updated > _LEVEL_STALE_S:
             return 0.0, 0.0
-        rows = self._rows
-        window = rows if filled == _LEVEL_WINDOW else rows[:filled]
+        window = self._window()
         if window.size == 0:
             return 0.0, 0.0
-        as_float = window.astype(np.float32).ravel()
+        as_float = window.astype(np.float32)
         mean_square = float(np.dot(as_float, as_float)) / as_float.size
         peak = float(np.max(np.abs(as_float)))
         return min(1.0, math.sqrt(mean_square) / 32768.0), min(1.0, peak / 32768.0)
@@ -183,6 +196,11 @@ class _Rechunker:
             self._resampler = rtc.AudioResampler(rate, SAMPLE_RATE, num_channels=CHANNELS)
         self._pending: list[Int16Array] = []
         self._pending_len = 0
+
+    @property
+    def idle(self) -> bool:
+        """Whether a 10 ms 48 kHz block would come out as it went in (nothing held back)."""
+        return self._resampler is None and not self._pending
 
     def push(self, block: Int16Array) -> list[Int16Array]:
         if self._resampler is not None:
@@ -314,6 +332,8 @@ class _Capture:
         self.last_callback = now
         self.last_nonzero = now
         self.closing = False
+        self.stamp = False
+        """Whether blocks are stamped with their ADC time (only the detector needs it)."""
         self._sink = sink
         self._failed = failed
         self.stream: Any = sd.InputStream(
@@ -336,22 +356,25 @@ class _Capture:
         self.blocks += 1
         if status and status.input_overflow:
             self.overflows += 1
-        # When the block's last sample reached the device: PortAudio's ADC time of its
-        # first sample (on the stream's clock, taken relative to its "now") plus the
-        # block, or the latency reported at open when the host API gives no ADC time.
-        try:
-            behind = float(time_info.currentTime) - float(time_info.inputBufferAdcTime)
-        except Exception:
-            behind = -1.0
-        if not 0.0 < behind < 1.0:
-            behind = self.reported_latency + frames / self.format.samplerate
-        captured_at = now - behind + frames / self.format.samplerate
+        captured_at = self._captured_at(now, frames, time_info) if self.stamp else now
         # No per-block check for digital silence here (a numpy reduction is the dearest
         # thing a callback could do): the watchdog looks at the stored recent blocks.
         if indata.shape[1] == 1:
             self._sink(indata[:, 0], captured_at)
         else:
             self._sink(indata.mean(axis=1).astype(np.int16), captured_at)
+
+    def _captured_at(self, now: float, frames: int, time_info: Any) -> float:
+        """When the block's last sample reached the device: PortAudio's ADC time of its
+        first sample (on the stream's clock, taken relative to its "now") plus the block,
+        or the latency reported at open when the host API gives no ADC time."""
+        try:
+            behind = float(time_info.currentTime) - float(time_info.inputBufferAdcTime)
+        except Exception:
+            behind = -1.0
+        if not 0.0 < behind < 1.0:
+            behind = self.reported_latency + frames / self.format.samplerate
+        return now - behind + frames / self.format.samplerate
 
     def _finished(self) -> None:
         if not self.closing:
@@ -414,10 +437,12 @@ class _Playback:
         stream_opened()
         self.reported_latency = _stream_latency(self.stream)
 
-    def enqueue(self, samples: Int16Array, marker: HandedCallback | None = None) -> None:
+    def enqueue(
+        self, samples: Int16Array, queued_at: float, marker: HandedCallback | None = None
+    ) -> None:
         if len(self.queue) == self.queue.maxlen:
             self.dropped += 1
-        self.queue.append((samples, time.monotonic(), marker))
+        self.queue.append((samples, queued_at, marker))
 
     def output_latency(self, time_info: Any) -> float:
         """Seconds from this callback to the block's first sample leaving the device.
@@ -564,8 +589,10 @@ class SoundDeviceAudio:
         self._mic_ready: deque[rtc.AudioFrame | None] = deque(maxlen=_MIC_QUEUE_FRAMES)
         self._mic_waiter: asyncio.Future[None] | None = None
         self._mic_dropped = 0
+        self._mic_thread_wakes = 0
         self._muted = False
         self._wake_pending = False
+        self._loop_visited = 0.0  # monotonic time of the last play() (loop side)
         self._mic_levels = _Levels()
         self._agent_levels = _Levels()
         self._watchdog: asyncio.Task[None] | None = None
@@ -668,6 +695,10 @@ class SoundDeviceAudio:
         self._play(frame, None)
 
     def _play(self, frame: rtc.AudioFrame, marker: HandedCallback | None) -> None:
+        now = self._loop_visited = time.monotonic()
+        waiter = self._mic_waiter
+        if waiter is not None and len(self._mic_ready) >= _MIC_WAKE_FRAMES and not waiter.done():
+            waiter.set_result(None)  # the mic frames ride on this loop turn (no thread wake)
         playback = self._playback
         if playback is None:
             return
@@ -683,7 +714,7 @@ class SoundDeviceAudio:
                 playback.pending_marker = marker  # the resampler's first output carries it
                 return
         if marker is not None:
-            playback.enqueue(samples, marker)  # never trimmed: it is the frame to time
+            playback.enqueue(samples, now, marker)  # never trimmed: it is the frame to time
             return
         if len(playback.queue) > _BACKLOG_FRAMES and _is_quiet(samples):
             # The device clock runs a little slower than the frames arrive (or the loop
@@ -691,7 +722,7 @@ class SoundDeviceAudio:
             # delay grow for the rest of the utterance.
             playback.trimmed += 1
             return
-        playback.enqueue(samples)
+        playback.enqueue(samples, now)
 
     def flush_playback(self) -> None:
         """Drop queued agent audio now: the next device block is silent."""
@@ -711,6 +742,9 @@ class SoundDeviceAudio:
         """Run the voice-activity detector (:mod:`fishtalk.audio.vad`) on the processed mic
         frames and call ``callback(captured_at)`` on the loop when an utterance ends."""
         self._speech_ended = callback
+        capture = self._capture
+        if capture is not None:
+            capture.stamp = callback is not None
 
     def play_marked(self, frame: rtc.AudioFrame, on_handed: HandedCallback) -> None:
         """Queue ``frame`` and call ``on_handed(handed_at, output_latency)`` on the loop
@@ -786,6 +820,7 @@ class SoundDeviceAudio:
             handoff_latency_max_ms=pb.latency_max * 1000 if pb else 0.0,
             input_format=cap.format if cap else None,
             output_format=pb.format if pb else None,
+            mic_thread_wakes=self._mic_thread_wakes,
         )
 
     @property
@@ -839,6 +874,7 @@ class SoundDeviceAudio:
             return None
         self._cap_chunks = _Rechunker(fmt.samplerate)
         self._vad.reset()
+        capture.stamp = self._speech_ended is not None
         now = time.monotonic()
         capture.last_callback = now
         capture.last_nonzero = now
@@ -887,16 +923,15 @@ class SoundDeviceAudio:
     def _on_capture(self, block: Int16Array, now: float) -> None:
         """Capture thread: levels, 10 ms frames, the APM, the end-of-speech detector, the
         hand-over to mic_frames(). ``now``: when the block's last sample was captured."""
-        self._mic_levels.store(block, now)  # also read by the watchdog, muted or not
         ring = self._render_ring
-        if self._muted:
-            if ring is not None:
-                ring.skip()
-            self._vad.reset()
-            return
         chunker = self._cap_chunks
         frame_type = self._frame_type
-        if chunker is None or frame_type is None:
+        if self._muted or chunker is None or frame_type is None:
+            self._mic_levels.store(block, now)  # also read by the watchdog, muted or not
+            if self._muted:
+                if ring is not None:
+                    ring.skip()
+                self._vad.reset()
             return
         apm = self._apm
         reverse, reverse_samples = self._reverse_frame, self._reverse_samples
@@ -917,9 +952,20 @@ class SoundDeviceAudio:
                 self._apm_failed(exc)
         ready = self._mic_ready
         speech_ended = self._speech_ended
-        chunks = chunker.push(block)
+        chunks: tuple[Int16Array, ...] | list[Int16Array]
+        whole: bytearray | None = None
+        if block.size == SAMPLES_PER_FRAME and chunker.idle:
+            # The usual 48 kHz, 10 ms-block case: one copy out of the device buffer is
+            # the frame, and (unless the APM changes it in place) the meter's block too.
+            whole = bytearray(block)
+            self._mic_levels.keep(whole if apm is None else bytes(whole), now)
+            chunks = (block,)
+        else:
+            self._mic_levels.store(block, now)
+            chunks = chunker.push(block)
         for i, chunk in enumerate(chunks):
-            frame = frame_type(bytearray(chunk), SAMPLE_RATE, CHANNELS, SAMPLES_PER_FRAME)
+            data = whole if whole is not None else bytearray(chunk)
+            frame = frame_type(data, SAMPLE_RATE, CHANNELS, SAMPLES_PER_FRAME)
             if apm is not None:
                 try:
                     apm.process_stream(frame)  # in place
@@ -941,8 +987,10 @@ class SoundDeviceAudio:
             self._mic_waiter is not None
             and len(ready) >= _MIC_WAKE_FRAMES
             and not self._wake_pending
+            and time.monotonic() - self._loop_visited > _LOOP_VISIT_S
         ):
             self._wake_pending = True
+            self._mic_thread_wakes += 1
             loop = self._loop
             if loop is not None:
                 # RuntimeError: the loop closed under us; there is nothing to deliver to.

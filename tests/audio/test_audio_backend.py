@@ -353,6 +353,42 @@ async def test_duplex_with_all_processing_loses_nothing(
     assert abs(dominant_frequency(loud_samples(tap.samples())) - 440) < 3
 
 
+async def test_mic_frames_ride_on_play_while_agent_audio_plays(open_audio: Opener) -> None:
+    # With nothing played, the capture thread wakes a waiting consumer itself. While
+    # play() runs on the loop every 10 ms (an agent's track), play() hands the consumer
+    # its frames and the capture thread leaves the loop alone (it would wake it once per
+    # two frames otherwise).
+    from livekit import rtc
+
+    backend = await open_audio(raw=True)
+    received: list[int] = []
+
+    async def consume() -> None:
+        async for frame in backend.mic_frames():
+            received.append(frame.samples_per_channel)
+
+    task = asyncio.create_task(consume())
+    try:
+        await wait_for(lambda: len(received) >= 20, 10, "20 frames with nothing played")
+        assert backend.stats().mic_thread_wakes > 0
+        silence = rtc.AudioFrame.create(RATE, 1, 480)
+        wakes_before, got_before = backend.stats().mic_thread_wakes, len(received)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for i in range(150):  # 1.5 s in real time
+            backend.play(silence)
+            await asyncio.sleep(max(0.0, start + (i + 1) / 100 - loop.time()))
+        wakes = backend.stats().mic_thread_wakes - wakes_before
+        got = len(received) - got_before
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert got >= 100, got
+    assert wakes < got / 8, (wakes, got)  # about got / 2 without the ride on play()
+    assert set(received) == {480}
+
+
 async def test_mic_frames_wait_for_frames_and_end_on_close(open_audio: Opener) -> None:
     # A consumer that waits (nothing queued) is woken by the capture thread; closing the
     # backend ends the iteration even while the consumer is waiting.
