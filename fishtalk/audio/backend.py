@@ -308,7 +308,7 @@ def _stream_latency(stream: Any) -> float:
     """A stream's latency as reported at open, seconds (0.0 when it reports none)."""
     try:
         latency = float(stream.latency)
-    except Exception:
+    except (AttributeError, TypeError, ValueError):  # a host API without it
         return 0.0
     return latency if latency >= 0.0 and math.isfinite(latency) else 0.0
 
@@ -370,7 +370,7 @@ class _Capture:
         or the latency reported at open when the host API gives no ADC time."""
         try:
             behind = float(time_info.currentTime) - float(time_info.inputBufferAdcTime)
-        except Exception:
+        except (AttributeError, TypeError, ValueError):  # a host API without it
             behind = -1.0
         if not 0.0 < behind < 1.0:
             behind = self.reported_latency + frames / self.format.samplerate
@@ -452,7 +452,7 @@ class _Playback:
         """
         try:
             ahead = float(time_info.outputBufferDacTime) - float(time_info.currentTime)
-        except Exception:
+        except (AttributeError, TypeError, ValueError):  # a host API without it
             ahead = 0.0
         return ahead if 0.0 < ahead < 1.0 else self.reported_latency
 
