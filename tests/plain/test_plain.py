@@ -9,6 +9,7 @@ import sys
 from collections.abc import AsyncIterator
 
 import pytest
+from line_mode import run_chat
 
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
@@ -53,36 +54,9 @@ async def sim() -> AsyncIterator[SimHandle]:
 async def _chat(
     sim: SimHandle, agent: str, stdin: bytes, *extra: str, within: float = 60, key: bool = True
 ) -> tuple[int, str, str]:
-    env = dict(os.environ)
-    env.pop("FISH_API_KEY", None)
-    if key:
-        env["FISH_API_KEY"] = sim.dev_key
-    env.pop("FISHTALK_CONFIG", None)
-    env["XDG_CONFIG_HOME"] = "/nonexistent-fishtalk-test"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "fishtalk",
-        "chat",
-        "--agent",
-        agent,
-        "--api-url",
-        sim.api_url,
-        "--text-only",
-        *extra,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
+    return await run_chat(
+        sim, stdin, "--agent", agent, "--text-only", *extra, key=key, within=within
     )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), within)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        pytest.fail("fishtalk chat did not exit in time")
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def test_pipe_prints_the_reply_and_exits_zero(sim: SimHandle) -> None:

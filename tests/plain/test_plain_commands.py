@@ -13,10 +13,10 @@ import asyncio
 import contextlib
 import io
 import os
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
+from line_mode import chat_env, start_chat
 from livekit import rtc
 
 from fishtalk import conversation as conv
@@ -74,26 +74,8 @@ class Chat:
     async def start(
         cls, sim: SimHandle, agent: str, *extra: str, env: dict[str, str] | None = None
     ) -> Chat:
-        full = dict(os.environ)
-        full.update(env or {})
-        full["FISH_API_KEY"] = sim.dev_key
-        full["XDG_CONFIG_HOME"] = "/nonexistent-fishtalk-test"
-        full.pop("FISHTALK_CONFIG", None)
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "fishtalk",
-            "chat",
-            "--agent",
-            agent,
-            "--api-url",
-            sim.api_url,
-            "--plain",
-            *extra,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=full,
+        proc = await start_chat(
+            sim, "--agent", agent, "--plain", *extra, env=chat_env(sim, extra=env)
         )
         return cls(proc)
 

@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import stat
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from line_mode import run_chat
 
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
@@ -37,35 +35,7 @@ async def sim() -> AsyncIterator[SimHandle]:
 
 
 async def _chat(sim: SimHandle, stdin: bytes, *extra: str) -> tuple[int, str, str]:
-    env = dict(os.environ)
-    env["FISH_API_KEY"] = sim.dev_key
-    env.pop("FISHTALK_CONFIG", None)
-    env["XDG_CONFIG_HOME"] = "/nonexistent-fishtalk-test"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "fishtalk",
-        "chat",
-        "--agent",
-        "quiet",
-        "--api-url",
-        sim.api_url,
-        "--text-only",
-        "--no-journal",
-        *extra,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        pytest.fail("fishtalk chat did not exit in time")
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await run_chat(sim, stdin, "--agent", "quiet", "--text-only", "--no-journal", *extra)
 
 
 async def test_latency_flag_prints_a_note_after_each_agent_turn(sim: SimHandle) -> None:

@@ -8,14 +8,13 @@ profile's ``talk_mode`` over the config's, and ``--talk-mode`` over the profile'
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from line_mode import chat_env, start_chat
 from test_plain_commands import WAIT, Chat, _agent, _mic_publication, _until_muted
 
 from fishtalk.sim import SimHandle, run_sim
@@ -73,25 +72,8 @@ def audio() -> Iterator[VirtualAudio]:
 
 
 async def _start(sim: SimHandle, audio: VirtualAudio, config: Path, *extra: str) -> Chat:
-    env = dict(os.environ)
-    env.update(audio.env)
-    env["FISH_API_KEY"] = sim.dev_key
-    env["FISHTALK_CONFIG"] = str(config)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "fishtalk",
-        "chat",
-        "radio",
-        "--api-url",
-        sim.api_url,
-        "--plain",
-        *extra,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    env = chat_env(sim, extra={**audio.env, "FISHTALK_CONFIG": str(config)})
+    proc = await start_chat(sim, "radio", "--plain", *extra, env=env)
     return Chat(proc)
 
 

@@ -1,0 +1,64 @@
+"""``fishtalk chat`` in line mode as a real process against the sim: the one way the
+line-mode tests start it (the environment, the arguments, the bounded wait)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Mapping
+
+import pytest
+
+from fishtalk.sim import SimHandle
+
+NO_CONFIG_HOME = "/nonexistent-fishtalk-test"
+
+
+def chat_env(
+    sim: SimHandle, *, key: bool = True, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """This process's environment with the sim's dev key (``key``), no user config (unless
+    ``extra`` names one), then ``extra``."""
+    env = dict(os.environ)
+    env.pop("FISH_API_KEY", None)
+    env.pop("FISHTALK_CONFIG", None)
+    if key:
+        env["FISH_API_KEY"] = sim.dev_key
+    env["XDG_CONFIG_HOME"] = NO_CONFIG_HOME
+    env.update(extra or {})
+    return env
+
+
+async def start_chat(
+    sim: SimHandle, *args: str, env: Mapping[str, str]
+) -> asyncio.subprocess.Process:
+    """``fishtalk chat ARGS --api-url SIM`` with every standard stream piped."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "fishtalk",
+        "chat",
+        *args,
+        "--api-url",
+        sim.api_url,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(env),
+    )
+
+
+async def run_chat(
+    sim: SimHandle, stdin: bytes, *args: str, key: bool = True, within: float = 60
+) -> tuple[int, str, str]:
+    """Run ``fishtalk chat ARGS`` with ``stdin`` to its end: exit code, stdout, stderr."""
+    proc = await start_chat(sim, *args, env=chat_env(sim, key=key))
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), within)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        pytest.fail("fishtalk chat did not exit in time")
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
