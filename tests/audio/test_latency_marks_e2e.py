@@ -19,7 +19,7 @@ from audio_signals import tone
 
 from fishtalk import conversation as conv
 from fishtalk import observe
-from fishtalk.config import load_settings
+from fishtalk.config import Settings, load_settings
 from fishtalk.launch import build_session
 from fishtalk.paths import CONFIG_PATH_ENV
 from fishtalk.session import Session
@@ -74,7 +74,7 @@ class MarkLog:
         return self.of(kind)[count - 1]
 
 
-def _settings(sim_url: str, dev_key: str, **session: object) -> object:
+def _settings(sim_url: str, dev_key: str, **session: object) -> Settings:
     overrides: dict[str, object] = {
         "api.url": sim_url,
         "api.api_key": dev_key,
@@ -99,7 +99,7 @@ async def test_a_typed_and_a_spoken_turn_and_an_interrupt_leave_their_marks_in_o
     vaudio: VirtualAudio,
 ) -> None:
     async with run_sim(scenarios={"talker": _TALKER}) as sim:
-        session = build_session(_settings(sim.api_url, sim.dev_key))  # type: ignore[arg-type]
+        session = build_session(_settings(sim.api_url, sim.dev_key))
         log = MarkLog(session)
         run = asyncio.create_task(session.run())
         try:

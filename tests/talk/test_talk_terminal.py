@@ -20,7 +20,7 @@ import contextlib
 import os
 import pty
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 
@@ -139,10 +139,10 @@ def _muted(agent: SimAgent) -> bool | None:
     return None
 
 
-async def _until(what: str, predicate: object, within: float = WAIT) -> None:
+async def _until(what: str, predicate: Callable[[], bool], within: float = WAIT) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
-    while not predicate():  # type: ignore[operator]
+    while not predicate():
         if loop.time() > deadline:
             pytest.fail(f"timed out waiting for {what}")
         await asyncio.sleep(0.05)

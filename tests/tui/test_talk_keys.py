@@ -5,6 +5,7 @@ fallback to toggle where the terminal reports no releases."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from textual.pilot import Pilot
 
@@ -35,10 +36,10 @@ def _footer_keys(app: FishtalkApp) -> set[str]:
     return {binding.action for (_, binding, enabled, _) in app.active_bindings.values() if enabled}
 
 
-async def _until(pilot: Pilot[int], check: object, within: float = 10.0) -> None:
+async def _until(pilot: Pilot[int], check: Callable[[], bool], within: float = 10.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
-    while not check():  # type: ignore[operator]
+    while not check():
         if loop.time() > deadline:
             raise AssertionError("condition not reached")
         await pilot.pause(0.02)
