@@ -316,6 +316,9 @@ class Session:
         self._armed_over_speech = False
         """Armed while the agent was speaking: its audio counts only once it has stopped
         speaking (what still plays then is the earlier reply, not the answer)."""
+        self._tail_heard_at = 0.0
+        """Armed over speech: when the earlier reply was last heard arriving (or the agent
+        was last seen speaking)."""
         self._agent_speaking = False
         self._speaking_since = 0.0
         """When the agent's state last became (or stopped being) ``speaking``."""
@@ -897,8 +900,8 @@ class Session:
     #                   voiced mic frame (fishtalk.audio.vad);
     # audio_received    the first audible agent frame after a user turn ended (armed by
     #                   typed_sent with audio wanted, or by speech_ended); armed while the
-    #                   agent speaks, only once its state has left "speaking" and a quiet
-    #                   frame (or WIRE_QUIET) ended the earlier reply's tail;
+    #                   agent speaks, only once its state has left "speaking" and no
+    #                   audible frame came for WIRE_QUIET (the earlier reply's tail);
     # audio_heard       that frame's first sample handed to the output device (the
     #                   playback callback's time), value = the device's output latency;
     # rtt               the candidate pair's current round trip from the SDK's RTC stats;
@@ -926,6 +929,7 @@ class Session:
         self._armed = not self._state.ended
         # Speaking already when the user's turn ended: that audio is not the answer.
         self._armed_over_speech = self._agent_speaking and self._speaking_since <= turn_ended_at
+        self._tail_heard_at = self._clock()
 
     def _first_of_reply(self, data: memoryview) -> bool:
         """While armed: whether this agent frame is the first audible one of the reply."""
@@ -933,11 +937,14 @@ class Session:
 
         audible = is_audible(data)
         if self._armed_over_speech:
-            if self._agent_speaking:
-                return False  # the earlier reply is still playing
-            # It stopped speaking; the earlier reply's tail may still arrive. A quiet frame
-            # ends it, and so does WIRE_QUIET since the state changed.
-            if audible and self._clock() - self._speaking_since < WIRE_QUIET:
+            # The earlier reply plays while the agent speaks, and its tail (pauses between
+            # words included) may still arrive after its state changed: it is over once no
+            # audible frame came for WIRE_QUIET, the rule that also decides when the
+            # agent's audio stopped after an interrupt.
+            now = self._clock()
+            if self._agent_speaking or now - self._tail_heard_at < WIRE_QUIET:
+                if self._agent_speaking or audible:
+                    self._tail_heard_at = now
                 return False
             self._armed_over_speech = False
         return audible
