@@ -166,7 +166,9 @@ class Waterfall:
     """One turn's marks (session clock seconds; ``None`` = not seen) and what follows."""
 
     turn: int
-    """1-based number of the measured turn in this call."""
+    """The number of the user turn this answers, counting the user's turns in this call
+    from 1 (what a person counts as "my third message"); an *unprompted* turn carries
+    the number of the user turn before it (0 for the greeting). Final once closed."""
     kind: TurnKind
     user_ended_at: float
     """Typed: the publish. Spoken: the end of speech at the microphone."""
@@ -272,6 +274,9 @@ class Latency:
     """Closed turns, oldest first (the newest :data:`MAX_TURNS`)."""
     earlier_turns: int = 0
     """Closed turns no longer kept in :attr:`turns` (only counted)."""
+    user_turns: int = 0
+    """Closed turns that answered the user (not *unprompted*), kept or not: the last
+    :attr:`Waterfall.turn` given."""
     interrupts: tuple[InterruptTiming, ...] = ()
     """Closed interrupts, oldest first (the newest :data:`MAX_INTERRUPTS`)."""
     open_interrupt: InterruptTiming | None = None

@@ -1041,7 +1041,7 @@ def _lat_open_turn(r: _Step, kind: TurnKind, at: float, *, text_only: bool) -> W
     thinking = internal.lat.thinking_at
     final = internal.lat.user_final_at
     w = Waterfall(
-        turn=lat.earlier_turns + len(lat.turns) + 1,
+        turn=lat.user_turns + (kind != "unprompted"),  # settled when it closes
         kind=kind,
         user_ended_at=at,
         user_final_at=final if final is not None and final >= at and kind != "typed" else None,
@@ -1071,6 +1071,7 @@ def _lat_user_turn_ended(r: _Step, kind: TurnKind, at: float, *, text_only: bool
                 _with(
                     w,
                     kind=kind,
+                    turn=lat.user_turns + (kind != "unprompted"),
                     user_ended_at=end,
                     thinking_at=thinking if thinking is not None and thinking >= end else None,
                     user_final_at=final if final is not None and final >= end else None,
@@ -1169,10 +1170,24 @@ def _lat_close_turn(r: _Step, closing: _Closing) -> None:
         return
     internal = r.internal
     over = closing == "over" or internal.lat.reply_over
-    closed = _with(w, rtt=lat.rtt, incomplete=_lat_reason(w, closing, internal.lat.text_only, over))
+    # An unprompted turn may have become the answer to a user turn while open (a late
+    # end of speech), so its number is settled here.
+    user_turns = lat.user_turns + (w.kind != "unprompted")
+    closed = _with(
+        w,
+        turn=user_turns,
+        rtt=lat.rtt,
+        incomplete=_lat_reason(w, closing, internal.lat.text_only, over),
+    )
     turns = (*lat.turns, closed)
     drop = _bounded(turns, MAX_TURNS)
-    _lat_set(r, open=None, turns=turns[drop:], earlier_turns=lat.earlier_turns + drop)
+    _lat_set(
+        r,
+        open=None,
+        turns=turns[drop:],
+        earlier_turns=lat.earlier_turns + drop,
+        user_turns=user_turns,
+    )
     _lat_book(r, reply_over=False)
 
 

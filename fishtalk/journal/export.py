@@ -194,9 +194,12 @@ def to_data(summary: Summary) -> dict[str, Any]:
 
 def _latency_data(summary: Summary) -> dict[str, Any]:
     """The measured latency: each turn's waterfall, each interrupt, p50/p95/worst (ms)."""
+    # As conversation.latency.summarize counts: an unprompted turn (the greeting) answers
+    # no user turn and is left out.
+    answered = [w for w in summary.latency_turns if w.get("kind") != "unprompted"]
     measured = [
         (float(w["heard_ms"]), w.get("turn"))
-        for w in summary.latency_turns
+        for w in answered
         if isinstance(w.get("heard_ms"), int | float)
     ]
     heard = [ms for ms, _ in measured]
@@ -205,7 +208,7 @@ def _latency_data(summary: Summary) -> dict[str, Any]:
         "turns": summary.latency_turns,
         "interrupts": summary.latency_interrupts,
         "summary": {
-            "turns": len(summary.latency_turns),
+            "turns": len(answered),
             "measured": len(measured),
             "p50_ms": percentile(heard, 0.5),
             "p95_ms": percentile(heard, 0.95),

@@ -170,9 +170,18 @@ def _check(state: c.State) -> None:
     for w in latency.turns:
         assert (w.heard is None) == (w.incomplete is not None)
         assert w.heard is None or w.heard >= 0
+    # Turns are numbered by the user turn they answer: consecutive from 1 over the
+    # answered ones, an unprompted one carrying the number of the user turn before it.
+    answered = [w.turn for w in latency.turns if w.kind != "unprompted"]
+    assert answered == list(range(latency.user_turns - len(answered) + 1, latency.user_turns + 1))
+    last = 0 if latency.earlier_turns == 0 else None
+    for w in latency.turns:
+        if w.kind == "unprompted":
+            assert last is None or w.turn == last
+        last = w.turn
     if latency.open is not None:
         assert latency.open.incomplete is None
-        assert latency.open.turn == latency.earlier_turns + len(latency.turns) + 1
+        assert latency.open.turn == latency.user_turns + (latency.open.kind != "unprompted")
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

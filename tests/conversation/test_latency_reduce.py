@@ -265,6 +265,34 @@ def test_the_greeting_is_a_turn_with_no_user_turn() -> None:
     assert s.latency.open is None  # the second segment is more of the same reply
 
 
+def test_turns_are_numbered_by_the_user_turn_they_answer() -> None:
+    """The greeting is no user turn: the worst turn named in the summary is the user's
+    own count ("turn 2" = their second message), the same in the summary's counts."""
+    s, _ = feed([*reply("hello", 1.5)], ready(False))
+    for n, slow in enumerate((0.3, 0.9, 0.4)):
+        at = 10.0 + 10 * n
+        s, _ = feed(
+            [
+                c.SendText(f"q{n}", at),
+                mark("audio_received", at + slow),
+                mark("audio_heard", at + slow, 0.0),
+                *reply(f"a{n}", at + slow),
+            ],
+            s,
+        )
+    s, _ = feed([c.Hangup(50.0)], s)
+    assert [(w.kind, w.turn) for w in s.latency.turns] == [
+        ("unprompted", 0),
+        ("typed", 1),
+        ("typed", 2),
+        ("typed", 3),
+    ]
+    summary = c.summarize(s.latency.turns)
+    assert summary.worst is not None
+    assert summary.worst.turn == 2
+    assert c.summary_text(summary).endswith("(turn 2); 3 turns")
+
+
 def test_an_interrupt_closes_the_turn_and_is_measured() -> None:
     s, events = feed(
         [
@@ -469,11 +497,16 @@ def test_any_order_of_marks_keeps_the_waterfall_sound(script: list[c.Input], spo
         if lat.open is not None:
             _check_waterfall(lat.open)
             assert lat.open.incomplete is None
-            assert lat.open.turn == len(lat.turns) + 1
+            assert lat.open.turn == lat.user_turns + (lat.open.kind != "unprompted")
         if s.ended:
             assert lat.open is None
             assert lat.open_interrupt is None
         for i in (*lat.interrupts, *([lat.open_interrupt] if lat.open_interrupt else [])):
             assert i.local_flush is None or i.local_flush >= 0
             assert i.wire_stop is None or i.wire_stop >= 0
-    assert [w.turn for w in closed] == list(range(1, len(closed) + 1))
+    # Numbered by the user turn answered: 1, 2, 3... over the answered turns; an
+    # unprompted one carries the number of the user turn before it (0 before any).
+    answered = 0
+    for w in closed:
+        answered += w.kind != "unprompted"
+        assert w.turn == answered

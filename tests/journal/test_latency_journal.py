@@ -33,13 +33,19 @@ def agent_state(value: str, at: float) -> conv.AttributesChanged:
     return conv.AttributesChanged(AGENT, {ATTR_AGENT_STATE: value}, at)
 
 
-def script() -> list[tuple[float, conv.Input]]:
+def script(*, greeting: bool = False) -> list[tuple[float, conv.Input]]:
     """(when the session fed it, the input): the end-of-speech mark is fed late, stamped
-    with the time speech really ended."""
+    with the time speech really ended. ``greeting``: the agent speaks first."""
     t = T0
+    hello: list[conv.Input] = [
+        conv.TranscriptStreamOpened("g", "seg-g", AGENT, False, t + 0.3),
+        conv.TranscriptStreamChunk("g", "seg-g", "Welcome.", t + 0.4),
+        conv.TranscriptStreamClosed("g", "seg-g", t + 0.5),
+    ]
     items: list[conv.Input] = [
         conv.Connected(ME, t + 0.1),
         agent_state("listening", t + 0.2),
+        *(hello if greeting else []),
         conv.SendText("hello", t + 1.0),
         conv.LatencyMark("typed_sent", t + 1.01),
         agent_state("thinking", t + 1.2),
@@ -61,11 +67,11 @@ def script() -> list[tuple[float, conv.Input]]:
     return fed
 
 
-def write_journal(path: Path) -> conv.State:
+def write_journal(path: Path, *, greeting: bool = False) -> conv.State:
     clock = Clock()
     writer = JournalWriter(path, agent_id="agent-1", clock=clock, wall=lambda: 1_700_000_000.0)
     state = conv.initial_state(spoken=True)
-    for fed_at, inp in script():
+    for fed_at, inp in script(greeting=greeting):
         clock.now = fed_at
         writer.observe(inp)
         state, _ = conv.reduce(state, inp)
@@ -155,3 +161,19 @@ def test_export_and_diff_carry_the_latency(tmp_path: Path) -> None:
     result = diff(summary, summary)
     assert result["same"]
     assert "~" not in format_diff(result)
+
+
+def test_export_counts_turns_as_the_session_does(tmp_path: Path) -> None:
+    """The greeting answers no user turn: the export's summary leaves it out and names the
+    worst turn by the user's count, exactly as the session's own summary does."""
+    path = tmp_path / "lat.jsonl"
+    final = write_journal(path, greeting=True)
+    data = to_data(summarise(read_journal(path)))
+    assert [(w["kind"], w["turn"]) for w in data["latency"]["turns"]] == [
+        ("unprompted", 0),
+        ("typed", 1),
+        ("spoken", 2),
+    ]
+    assert data["latency"]["summary"] == conv.summarize(final.latency.turns).to_dict()
+    assert data["latency"]["summary"]["turns"] == 2
+    assert data["latency"]["summary"]["worst_turn"] == 1
