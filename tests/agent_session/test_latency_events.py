@@ -40,7 +40,7 @@ async def test_a_text_only_turn_reports_its_latency_as_text_only(sim: SimInfo) -
     assert by_name == by_type
     greeted, answered = (ev.waterfall for ev in seen)
     assert (greeted.incomplete, greeted.segment_id) == ("no user turn", greeting.segment_id)
-    assert (answered.turn, answered.incomplete) == (2, "text-only")
+    assert (greeted.turn, answered.turn, answered.incomplete) == (0, 1, "text-only")
     assert answered.segment_id == reply.segment_id
     assert answered.user_ended_at >= sent.started_at
     assert answered.first_text is not None

@@ -132,13 +132,17 @@ def test_python_dash_m_and_tracebacks_only_with_debug(tmp_path: Path) -> None:
 HEAVY = ("textual", "livekit", "numpy", "sounddevice", "httpx", "asyncio")
 
 
-@pytest.mark.parametrize("flag", ["--help", "--version"])
-def test_help_and_version_import_nothing_heavy(flag: str) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["--version"], ["chat", "--help"], ["demo", "--help"], ["test", "--help"]],
+    ids=" ".join,
+)
+def test_help_and_version_import_nothing_heavy(argv: list[str]) -> None:
     probe = (
         "import json, sys\n"
         "from fishtalk.cli import main\n"
         "try:\n"
-        f"    main([{flag!r}])\n"
+        f"    main({argv!r})\n"
         "except SystemExit as exc:\n"
         "    code = exc.code\n"
         f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
