@@ -95,6 +95,10 @@ LINK_WAIT: Final = 30.0
 """How long a client event waits for the transport to come back before being reported."""
 LEAVE_SETTLE: Final = 0.3
 """Seconds to wait before believing a participant left (it may be a reconnect starting)."""
+TAIL_AFTER_TEXT: Final = 0.5
+"""A reply that begins while the earlier one still plays: once the reply's first words have
+arrived, how long agent audio may stay audible without a pause before it counts as the
+reply's own (longer than the jitter buffer holds the earlier reply's last frames)."""
 WIRE_QUIET: Final = 0.5
 """After an interrupt, how long no audible agent frame must arrive before the agent's audio
 counts as stopped on the wire (longer than a pause between words; the mark itself is the
@@ -901,7 +905,9 @@ class Session:
     # audio_received    the first audible agent frame after a user turn ended (armed by
     #                   typed_sent with audio wanted, or by speech_ended); armed while the
     #                   agent speaks, only once its state has left "speaking" and no
-    #                   audible frame came for WIRE_QUIET (the earlier reply's tail);
+    #                   audible frame came for WIRE_QUIET (the earlier reply's tail), or,
+    #                   once the reply's first words arrived, after a quiet frame (or
+    #                   TAIL_AFTER_TEXT of sound without one: the agent went straight on);
     # audio_heard       that frame's first sample handed to the output device (the
     #                   playback callback's time), value = the device's output latency;
     # rtt               the candidate pair's current round trip from the SDK's RTC stats;
@@ -937,11 +943,26 @@ class Session:
 
         audible = is_audible(data)
         if self._armed_over_speech:
+            now = self._clock()
+            open_turn = self._state.latency.open
+            text_at = open_turn.first_text_at if open_turn is not None else None
+            if text_at is not None:
+                # The reply's first words arrived (the agent went straight on from the
+                # earlier reply, state and all): what still plays is the earlier reply's
+                # last frames, which the jitter buffer holds back longer than the text.
+                # The reply's audio is the first audible frame after a pause, or what is
+                # still audible TAIL_AFTER_TEXT after its words came.
+                if not audible:
+                    self._armed_over_speech = False
+                    return False
+                if now - text_at < TAIL_AFTER_TEXT:
+                    return False
+                self._armed_over_speech = False
+                return True
             # The earlier reply plays while the agent speaks, and its tail (pauses between
             # words included) may still arrive after its state changed: it is over once no
             # audible frame came for WIRE_QUIET, the rule that also decides when the
             # agent's audio stopped after an interrupt.
-            now = self._clock()
             if self._agent_speaking or now - self._tail_heard_at < WIRE_QUIET:
                 if self._agent_speaking or audible:
                     self._tail_heard_at = now

@@ -44,7 +44,7 @@ from fishtalk.config import load_settings
 from fishtalk.conversation import State, Waterfall
 from fishtalk.launch import build_session
 from fishtalk.paths import CONFIG_PATH_ENV
-from fishtalk.session import Session
+from fishtalk.session import TAIL_AFTER_TEXT, Session
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import Scenario, parse_scenario
 from fishtalk.sim.fish.voice import SpeechDetector, ToneVoice, silence, tone
@@ -75,9 +75,29 @@ def _scenario(name: str, *, think: float, first_audio_delay: float = 0.0) -> Sce
 
 THINK = 0.6
 FIRST_AUDIO_DELAY = 0.4
+STRAIGHT_ON = parse_scenario(
+    """
+    then = "listen"
+    [agent]
+    greeting = ""
+    idle_seconds = 0
+    voice = "tones"
+    answer_during_steps = true
+    [[steps]]
+    do = "say"
+    text = "This first step is a long line, with many words in it, so a typed turn lands in it."
+    [[steps]]
+    do = "say"
+    text = "And the second step follows straight on."
+    """,
+    name="straight_on",
+)
+"""The agent answers a turn typed while it speaks as soon as that line ends, then goes on
+with the next line: its audio never pauses for long and its state barely leaves speaking."""
 SCENARIOS = {
     "typed": _scenario("typed", think=THINK, first_audio_delay=FIRST_AUDIO_DELAY),
     "spoken": _scenario("spoken", think=THINK),
+    "straight_on": STRAIGHT_ON,
 }
 
 
@@ -123,8 +143,15 @@ async def _until(session: Session, what: str, predicate: Callable[[State], Any])
 
 
 async def _connect(
-    sim: SimHandle, calls: list[Call], agent_id: str, *, text_only: bool = False
+    sim: SimHandle,
+    calls: list[Call],
+    agent_id: str,
+    *,
+    text_only: bool = False,
+    listening: bool = True,
 ) -> Session:
+    """A call to ``agent_id``, returned once the agent is ready (and, with ``listening``,
+    listens: done with whatever it says first) and the publishing side is open."""
     overrides: dict[str, Any] = {
         "api.url": sim.api_url,
         "api.api_key": sim.dev_key,
@@ -141,7 +168,11 @@ async def _connect(
     await _until(
         session,
         "the agent to be ready",
-        lambda s: s.status == "connected" and s.agent_ready and s.agent_state == "listening",
+        lambda s: (
+            s.status == "connected"
+            and s.agent_ready
+            and (s.agent_state == "listening" or not listening)
+        ),
     )
     await _publishing(session)
     return session
@@ -293,6 +324,44 @@ async def test_spoken_turn_measures_at_least_the_injected_delays(
         s.role == "agent" and s.segment_id == w.segment_id and "hertz" in s.text
         for s in session.state.transcript
     )
+
+
+async def test_a_reply_straight_after_the_agents_own_speech_is_measured(
+    vaudio: VirtualAudio, sim: SimHandle, calls: list[Call]
+) -> None:
+    """A turn typed while the agent speaks, answered with no pause after that line: the
+    earlier line's audio is not the answer, and the answer's audio (it has some) is found
+    after the answer's words arrive, so the turn gets a heard figure, not "no audio"."""
+    session = await _connect(sim, calls, "straight_on", listening=False)
+    await _until(
+        session,
+        "the first line to play",
+        lambda s: (
+            s.agent_state == "speaking"
+            and any(seg.role == "agent" and "first step" in seg.text for seg in s.transcript)
+        ),
+    )
+    session.send_text("a question while you talk")
+    state = await _until(
+        session,
+        "the typed turn to close",
+        lambda s: any(t.kind == "typed" for t in s.latency.turns),
+    )
+    # The first line (the agent spoke first) is a turn of its own, answering no one.
+    assert [t.kind for t in state.latency.turns][:1] == ["unprompted"]
+    w = next(t for t in state.latency.turns if t.kind == "typed")
+    assert w.turn == 1
+    assert w.incomplete is None, w
+    reply = next(seg for seg in session.state.transcript if seg.segment_id == w.segment_id)
+    assert reply.text.startswith("You said: a question while you talk"), reply
+    _check_order(w)
+    assert w.first_text_at is not None
+    assert w.audio_received_at is not None
+    # Found after the answer's words came, within the tail allowance or at a pause.
+    assert w.first_text_at <= w.audio_received_at <= w.first_text_at + TAIL_AFTER_TEXT + 1.0, w
+    heard = w.heard
+    assert heard is not None
+    assert heard >= w.first_text_at - w.user_ended_at
 
 
 async def test_text_only_turn_says_so_instead_of_a_number(
