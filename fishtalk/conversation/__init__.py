@@ -92,6 +92,7 @@ from fishtalk.conversation.latency import (
     metrics,
     note,
     summarize,
+    summary_parts,
     summary_text,
 )
 from fishtalk.conversation.reasons import (
@@ -281,5 +282,6 @@ __all__ = [
     "reduce",
     "sends_at_once",
     "summarize",
+    "summary_parts",
     "summary_text",
 ]

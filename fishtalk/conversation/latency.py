@@ -423,20 +423,37 @@ def note(w: Waterfall) -> str:
     return f"{head} ({', '.join(parts)})" if parts else head
 
 
-def summary_text(s: Summary) -> str:
-    """The call's heard latency in one line: ``latency: p50 0.82 s, p95 1.20 s, worst
-    1.31 s (turn 4); 5 of 6 turns measured``, or ``latency: no measured turns``."""
+def summary_parts(s: Summary) -> tuple[tuple[str, str], ...]:
+    """The call's heard latency as labelled parts: ``("latency", "p50 0.82 s, p95
+    1.20 s")``, ``("worst", "1.31 s (your turn 4)")``, ``("measured", "5 of 6 replies")``,
+    or only ``("latency", "no measured turns")``. Only replies to the user's turns count
+    (not the greeting); "your turn 4" is the user's fourth turn, so the words never clash
+    with a count of transcript lines. :func:`summary_text` is the same on one line."""
     if s.p50 is None or s.p95 is None or s.worst is None or s.worst.heard is None:
-        return "latency: no measured turns"
+        return (("latency", "no measured turns"),)
     counted = (
-        f"{s.measured} turn{'' if s.measured == 1 else 's'}"
+        f"{s.measured} repl{'y' if s.measured == 1 else 'ies'}"
         if s.measured == s.turns
-        else f"{s.measured} of {s.turns} turns measured"
+        else f"{s.measured} of {s.turns} replies"
     )
     return (
-        f"latency: p50 {_secs(s.p50)}, p95 {_secs(s.p95)}, "
-        f"worst {_secs(s.worst.heard)} (turn {s.worst.turn}); {counted}"
+        ("latency", f"p50 {_secs(s.p50)}, p95 {_secs(s.p95)}"),
+        ("worst", f"{_secs(s.worst.heard)} (your turn {s.worst.turn})"),
+        ("measured", counted),
     )
+
+
+def summary_text(s: Summary) -> str:
+    """The call's heard latency in one line: ``latency: p50 0.82 s, p95 1.20 s, worst
+    1.31 s (your turn 4); 5 of 6 replies measured``, or ``latency: no measured turns``
+    (the parts of :func:`summary_parts`)."""
+    parts = summary_parts(s)
+    if len(parts) == 1:
+        return f"latency: {parts[0][1]}"
+    (_, figures), (_, worst), (_, counted) = parts
+    if s.measured != s.turns:
+        counted += " measured"
+    return f"latency: {figures}, worst {worst}; {counted}"
 
 
 def interrupt_note(i: InterruptTiming) -> str:

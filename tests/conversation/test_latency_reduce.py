@@ -290,7 +290,7 @@ def test_turns_are_numbered_by_the_user_turn_they_answer() -> None:
     summary = c.summarize(s.latency.turns)
     assert summary.worst is not None
     assert summary.worst.turn == 2
-    assert c.summary_text(summary).endswith("(turn 2); 3 turns")
+    assert c.summary_text(summary).endswith("(your turn 2); 3 replies")
 
 
 def test_an_interrupt_closes_the_turn_and_is_measured() -> None:

@@ -83,9 +83,11 @@ def test_summary_text_gives_p50_p95_and_the_worst_turn() -> None:
     turns = [heard_turn(n, h) for n, h in enumerate((0.5, 0.7, 0.9, 1.3), start=1)]
     turns.append(text_only_turn(5))
     text = c.summary_text(c.summarize(turns))
-    assert text == "latency: p50 0.70 s, p95 1.30 s, worst 1.30 s (turn 4); 4 of 5 turns measured"
+    assert text == (
+        "latency: p50 0.70 s, p95 1.30 s, worst 1.30 s (your turn 4); 4 of 5 replies measured"
+    )
     one = c.summary_text(c.summarize([heard_turn(1, 0.4)]))
-    assert one == "latency: p50 0.40 s, p95 0.40 s, worst 0.40 s (turn 1); 1 turn"
+    assert one == "latency: p50 0.40 s, p95 0.40 s, worst 0.40 s (your turn 1); 1 reply"
 
 
 def test_summary_leaves_out_unprompted_turns() -> None:
@@ -94,7 +96,7 @@ def test_summary_leaves_out_unprompted_turns() -> None:
     )
     summary = c.summarize([greeting, heard_turn(2, 0.6)])
     assert (summary.turns, summary.measured) == (1, 1)
-    assert c.summary_text(summary).endswith("; 1 turn")
+    assert c.summary_text(summary).endswith("; 1 reply")
 
 
 def test_summary_text_with_no_measured_turns() -> None:
@@ -148,3 +150,18 @@ def test_latency_finds_a_segments_turn_and_rolls_a_summary() -> None:
     assert rolling.p50 is not None
     assert abs(rolling.p50 - 0.9) < 1e-9
     assert latency.summary(last=0).turns == 0
+
+
+def test_summary_parts_are_the_line_in_pieces() -> None:
+    """The ended screen shows the parts as rows, the exit line joins them: same words."""
+    turns = [heard_turn(1, 0.4), heard_turn(2, 1.3), text_only_turn(3)]
+    summary = c.summarize(turns)
+    assert c.summary_parts(summary) == (
+        ("latency", "p50 0.40 s, p95 1.30 s"),
+        ("worst", "1.30 s (your turn 2)"),
+        ("measured", "2 of 3 replies"),
+    )
+    assert c.summary_text(summary) == (
+        "latency: p50 0.40 s, p95 1.30 s, worst 1.30 s (your turn 2); 2 of 3 replies measured"
+    )
+    assert c.summary_parts(c.summarize([text_only_turn(1)])) == (("latency", "no measured turns"),)

@@ -245,7 +245,7 @@ def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
     assert summary.latency.worst is not None
     assert summary.latency.worst.turn == 20
     assert line.endswith(
-        " · latency: p50 1.00 s, p95 1.90 s, worst 2.00 s (turn 20); 20 of 21 turns measured"
+        " · latency: p50 1.00 s, p95 1.90 s, worst 2.00 s (your turn 20); 20 of 21 replies measured"
     )
     # Turns, none measured: the ended screen says so; the exit line keeps to figures.
     none = Summary.from_state(
@@ -289,7 +289,12 @@ async def test_ended_screen_shows_heard_latency() -> None:
         await pilot.pause()
         summary = app.summary
         assert summary is not None
-        heard = summary.latency_line()
-        assert heard is not None
-        screen_text = "\n".join(s.text for s in app.screen._compositor.render_strips())
-        assert heard.removeprefix("latency: ") in screen_text
+        assert summary.latency is not None
+        screen_lines = [s.text for s in app.screen._compositor.render_strips()]
+        # One row per part, label and value on one line (nothing wraps in the box).
+        for label, value in c.summary_parts(summary.latency):
+            assert any(f"{label}  " in line and value in line for line in screen_lines), (
+                label,
+                value,
+            )
+        assert any("(your turn 2)" in line for line in screen_lines)

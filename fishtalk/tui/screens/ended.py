@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from fishtalk.conversation import State, describe_end_reason
 from fishtalk.conversation.latency import Summary as LatencySummary
-from fishtalk.conversation.latency import summarize, summary_text
+from fishtalk.conversation.latency import summarize, summary_parts, summary_text
 from fishtalk.tui.safe import clean
 from fishtalk.tui.widgets.status import format_duration
 
@@ -83,7 +83,7 @@ class Summary:
 
     def latency_line(self) -> str | None:
         """Heard latency over the call in words (``latency: p50 0.82 s, p95 1.20 s, worst
-        1.31 s (turn 4); ...``, or that no turn was measured), or None when the call had
+        1.31 s (your turn 4); ...``, or that no turn was measured), or None when the call had
         no user turn to measure from."""
         if self.latency is None:
             return None
@@ -137,9 +137,9 @@ class EndedScreen(ModalScreen[None]):
         table.add_row("tools", tools)
         if s.errors:
             table.add_row("errors", str(s.errors))
-        heard = s.latency_line()
-        if heard:
-            table.add_row("latency", Text(heard.removeprefix("latency: ")))
+        if s.latency is not None:
+            for label, value in summary_parts(s.latency):
+                table.add_row(label, Text(clean(value)))
         with Vertical(id="ended-box"):
             yield Static(Text("■ Session ended", style="bold"), id="ended-title")
             yield Static(Text(clean(s.reason_text)), id="ended-reason")
