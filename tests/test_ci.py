@@ -43,6 +43,47 @@ def test_ci_runs_the_tests_in_parallel_and_lists_the_slowest() -> None:
     assert argv[argv.index("--dist") + 1] == "loadgroup"
 
 
+CRASHING_SUITE = """
+    import os
+    from pathlib import Path
+
+    import pytest
+
+    @pytest.mark.xdist_group("audio")
+    @pytest.mark.parametrize("i", range(8))
+    def test_grouped(i):
+        pass
+
+    @pytest.mark.parametrize("i", range(16))
+    def test_spread(i):
+        once = Path(__file__).with_name("crashed")
+        if i == 3 and not once.exists():
+            once.touch()
+            os.abort()  # what a native library's abort does to a worker
+"""
+
+
+def test_a_crashed_worker_fails_the_run_at_once_and_names_the_test(tmp_path: Path) -> None:
+    """With the README's pytest options a worker killed by a native abort fails the run,
+    naming its test. (pytest-xdist 3.8 with ``--dist loadgroup`` otherwise starts a
+    replacement and then waits forever for it at the end: CI would sit out its timeout.)"""
+    argv = _test_command()
+    options = argv[argv.index("pytest") + 1 :]
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", "utf-8")  # not the suite's config
+    (tmp_path / "test_crash.py").write_text(textwrap.dedent(CRASHING_SUITE), "utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *options, "test_crash.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=90,  # a hang is the failure this test is about
+        check=False,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "crashed while running 'test_crash.py::test_spread[3]'" in out, out
+
+
 def test_ci_script_fails_on_any_failure_and_checks_the_contracts() -> None:
     script = (ROOT / ".ci" / "run").read_text("utf-8")
     assert "set -euo pipefail" in script
