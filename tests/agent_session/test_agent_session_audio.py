@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import audio_chain
 import pytest
 
 from fishtalk import AgentSession, AudioDevices
@@ -22,21 +23,8 @@ pytestmark = [pytest.mark.webrtc, pytest.mark.audio]
 @pytest.fixture(scope="module")
 def vaudio() -> Iterator[VirtualAudio]:
     """A private PulseAudio server with the virtual devices, for this module only."""
-    missing = VirtualAudio.available()
-    if missing is not None:
-        pytest.fail(f"these tests need PulseAudio: {missing}", pytrace=False)
-    va = VirtualAudio()
-    va.start()
-    va.apply_env()
-    from fishtalk.audio.devices import rescan
-
-    rescan()
-    try:
+    with audio_chain.for_this_process() as va:
         yield va
-    finally:
-        va.restore_env()
-        va.stop()
-        rescan()
 
 
 def _streams(va: VirtualAudio) -> tuple[int, int]:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import audio_chain
 import pytest
 
 FISHTALK = os.path.join(os.path.dirname(sys.executable), "fishtalk")
@@ -79,12 +80,9 @@ def test_without_devices_device_names_complete_nothing(tmp_path: Path) -> None:
 
 @pytest.mark.audio
 def test_device_names_complete_from_portaudio(tmp_path: Path) -> None:
-    from fishtalk.testing.virtual_audio import MIC, MIC_FEED, SPEAKER, VirtualAudio
+    from fishtalk.testing.virtual_audio import MIC, MIC_FEED, SPEAKER
 
-    missing = VirtualAudio.available()
-    if missing is not None:
-        pytest.fail(f"needs PulseAudio: {missing}", pytrace=False)
-    with VirtualAudio() as va:
+    with audio_chain.for_a_child() as va:
         mics = complete("fishtalk chat --input-device ", tmp_path, **va.env)
         speakers = complete("fishtalk demo --output-device ", tmp_path, **va.env)
         partial = complete(f"fishtalk chat --input-device {MIC}", tmp_path, **va.env)

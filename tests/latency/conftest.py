@@ -14,12 +14,9 @@ when both run in one process).
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
+import audio_chain
 import pytest
 
 from fishtalk.testing.virtual_audio import VirtualAudio
@@ -28,22 +25,5 @@ from fishtalk.testing.virtual_audio import VirtualAudio
 @pytest.fixture(scope="module")
 def vaudio() -> Iterator[VirtualAudio]:
     """A virtual device chain, with this process (and PortAudio) pointed at it."""
-    missing = VirtualAudio.available()
-    if missing is not None:
-        pytest.fail(f"the latency tests need PulseAudio: {missing}", pytrace=False)
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    # Short and under /tmp: the socket path must fit a sockaddr_un (108 bytes).
-    root = Path(tempfile.mkdtemp(prefix=f"fishtalk-lat-{worker}-"))
-    va = VirtualAudio(root)
-    from fishtalk.audio.devices import rescan
-
-    try:
-        va.start()
-        va.apply_env()
-        rescan()
+    with audio_chain.for_this_process() as va:
         yield va
-    finally:
-        va.restore_env()
-        va.stop()
-        rescan()
-        shutil.rmtree(root, ignore_errors=True)

@@ -15,6 +15,7 @@ import io
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 
+import audio_chain
 import pytest
 from line_mode import chat_env, start_chat
 from livekit import rtc
@@ -24,7 +25,7 @@ from fishtalk.config import Settings
 from fishtalk.launch import build_session, exit_code
 from fishtalk.plain import PlainChat
 from fishtalk.session import Session
-from fishtalk.sim import SimHandle, run_sim
+from fishtalk.sim import SimAgent, SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 
 pytestmark = pytest.mark.webrtc
@@ -125,7 +126,7 @@ class Chat:
         self._reader.cancel()
 
 
-async def _agent(sim: SimHandle) -> object:
+async def _agent(sim: SimHandle) -> SimAgent:
     async with asyncio.timeout(WAIT):
         while not sim.endpoint.sessions:  # noqa: ASYNC110 - the sim offers no event for it
             await asyncio.sleep(0.05)
@@ -141,12 +142,12 @@ async def test_spoken_on_and_off_reach_the_agent(sim: SimHandle) -> None:
         await chat.expect("* typed turns get spoken replies")
         await chat.type("first")
         # The agent was asked for a spoken reply: it speaks it (audio), not just writes it.
-        await agent.wait_note("said: You said: first", within=WAIT)  # type: ignore[attr-defined]
+        await agent.wait_note("said: You said: first", within=WAIT)
         await chat.expect("agent: You said: first")
         await chat.type("/spoken off")
         await chat.expect("* typed turns get text-only replies")
         await chat.type("second")
-        await agent.wait_note("wrote: You said: second", within=WAIT)  # type: ignore[attr-defined]
+        await agent.wait_note("wrote: You said: second", within=WAIT)
         await chat.expect("agent: You said: second")
         await chat.type("/hangup")
         code, err = await chat.finish()
@@ -196,8 +197,8 @@ async def test_interrupt_cuts_the_reply_on_both_sides(sim: SimHandle) -> None:
         assert state.speaking_segment is not None
         reply = state.speaking_segment.segment_id
         chat._on_line("/interrupt")
-        await agent.wait_note("received user.interrupt", within=WAIT)  # type: ignore[attr-defined]
-        await agent.wait_note("interrupted", within=WAIT)  # type: ignore[attr-defined]
+        await agent.wait_note("received user.interrupt", within=WAIT)
+        await agent.wait_note("interrupted", within=WAIT)
         state = await _until(session, lambda s: bool((seg := s.segment(reply)) and seg.final))
         chat._on_line("/hangup")
         result = await asyncio.wait_for(run, WAIT)
@@ -247,7 +248,7 @@ async def test_a_reader_that_goes_away_ends_the_call_cleanly(sim: SimHandle) -> 
         transport = chat.proc._transport  # type: ignore[attr-defined]
         transport.get_pipe_transport(1).close()
         await chat.type("are you there?")
-        await agent.wait_note("received user.hangup", within=WAIT)  # type: ignore[attr-defined]
+        await agent.wait_note("received user.hangup", within=WAIT)
         code, err = await chat.finish()
     finally:
         await chat.close()
@@ -261,29 +262,19 @@ async def test_a_reader_that_goes_away_ends_the_call_cleanly(sim: SimHandle) -> 
 @pytest.fixture
 def audio_env() -> Iterator[dict[str, str]]:
     """A private PulseAudio device chain for the subprocess (its environment only)."""
-    from fishtalk.testing.virtual_audio import VirtualAudio
-
-    missing = VirtualAudio.available()
-    if missing is not None:
-        pytest.fail(f"this test needs PulseAudio: {missing}", pytrace=False)
-    va = VirtualAudio()
-    va.start()
-    try:
+    with audio_chain.for_a_child() as va:
         yield dict(va.env)
-    finally:
-        va.stop()
 
 
-def _mic_publication(agent: object) -> rtc.RemoteTrackPublication | None:
-    room: rtc.Room = agent.room  # type: ignore[attr-defined]
-    for participant in room.remote_participants.values():
+def _mic_publication(agent: SimAgent) -> rtc.RemoteTrackPublication | None:
+    for participant in agent.room.remote_participants.values():
         for publication in participant.track_publications.values():
             if publication.kind == rtc.TrackKind.KIND_AUDIO:
                 return publication
     return None
 
 
-async def _until_muted(agent: object, muted: bool) -> None:
+async def _until_muted(agent: SimAgent, muted: bool) -> None:
     async with asyncio.timeout(WAIT):
         while True:
             publication = _mic_publication(agent)
@@ -300,7 +291,7 @@ async def test_mute_and_unmute_as_the_agent_sees_the_microphone(
     try:
         await chat.expect("* connected")
         agent = await _agent(sim)
-        await agent.wait_note("listening to", within=WAIT)  # type: ignore[attr-defined]
+        await agent.wait_note("listening to", within=WAIT)
         await _until_muted(agent, False)
         await chat.type("/mute")
         await chat.expect("* microphone muted")

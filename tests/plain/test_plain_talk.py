@@ -12,12 +12,13 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
+import audio_chain
 import numpy as np
 import pytest
 from line_mode import chat_env, start_chat
 from test_plain_commands import WAIT, Chat, _agent, _mic_publication, _until_muted
 
-from fishtalk.sim import SimHandle, run_sim
+from fishtalk.sim import SimAgent, SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.testing.virtual_audio import VirtualAudio
 
@@ -60,15 +61,8 @@ async def sim() -> AsyncIterator[SimHandle]:
 @pytest.fixture
 def audio() -> Iterator[VirtualAudio]:
     """A private PulseAudio device chain for the subprocess (its environment only)."""
-    missing = VirtualAudio.available()
-    if missing is not None:
-        pytest.fail(f"this test needs PulseAudio: {missing}", pytrace=False)
-    va = VirtualAudio()
-    va.start()
-    try:
+    with audio_chain.for_a_child() as va:
         yield va
-    finally:
-        va.stop()
 
 
 async def _start(sim: SimHandle, audio: VirtualAudio, config: Path, *extra: str) -> Chat:
@@ -95,6 +89,11 @@ async def _lines(chat: Chat, line: str, count: int) -> None:
     await _wait(chat, f"{line!r} x{count}", lambda: chat.lines.count(line) >= count)
 
 
+def _more_heard(chat: Chat, *, than: int) -> Callable[[], bool]:
+    """Whether the agent has heard more stretches than ``than``."""
+    return lambda: len(_heard(chat)) > than
+
+
 def _heard(chat: Chat) -> list[float]:
     return [float(m.group(1)) for line in chat.lines if (m := _HEARD.search(line))]
 
@@ -118,7 +117,7 @@ async def test_talk_opens_and_closes_the_mic_in_line_mode(
         await chat.expect(CLOSED)
         await chat.expect("* connected")
         agent = await _agent(sim)
-        await agent.wait_note("listening to", within=WAIT)  # type: ignore[attr-defined]
+        await agent.wait_note("listening to", within=WAIT)
         await _until_muted(agent, True)  # closed, as the agent sees the track
         feeder = audio.feed_mic(_tone(30.0))
         await asyncio.sleep(1.0)  # the tone plays with the mic closed
@@ -136,7 +135,7 @@ async def test_talk_opens_and_closes_the_mic_in_line_mode(
             await _until_muted(agent, True)
             # Closing ended the turn although the tone goes on: the agent's final
             # transcript of this stretch comes, one per opening.
-            await _wait(chat, "the agent's final", lambda b=before: len(_heard(chat)) > b)
+            await _wait(chat, "the agent's final", _more_heard(chat, than=before))
             # About the 1.5 s the mic was open (a leak while closed would add a second or
             # more; a stall on a loaded machine may split it in two).
             heard = sum(_heard(chat)[before:])
@@ -163,7 +162,7 @@ async def test_the_flag_beats_the_profile(
     try:
         await chat.expect("* connected")
         agent = await _agent(sim)
-        await agent.wait_note("listening to", within=WAIT)  # type: ignore[attr-defined]
+        await agent.wait_note("listening to", within=WAIT)
         await _until_muted(agent, False)
         assert CLOSED not in chat.lines
         await chat.type("/talk")
@@ -178,9 +177,8 @@ async def test_the_flag_beats_the_profile(
     assert code == 0, err
 
 
-def _activities(agent: object) -> int:
-    journal: list[str] = agent.journal  # type: ignore[attr-defined]
-    return journal.count("received user.activity")
+def _activities(agent: SimAgent) -> int:
+    return agent.journal.count("received user.activity")
 
 
 def _tone(seconds: float, rate: int = 48_000) -> bytes:

@@ -22,6 +22,7 @@ import pty
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 
+import audio_chain
 import pytest
 
 from fishtalk.conversation import ACTIVITY_THROTTLE
@@ -61,15 +62,8 @@ async def sim() -> AsyncIterator[SimHandle]:
 @pytest.fixture
 def audio() -> Iterator[VirtualAudio]:
     """A private PulseAudio device chain for the child (its environment only)."""
-    missing = VirtualAudio.available()
-    if missing is not None:
-        pytest.fail(f"this test needs PulseAudio: {missing}", pytrace=False)
-    va = VirtualAudio()
-    va.start()
-    try:
+    with audio_chain.for_a_child() as va:
         yield va
-    finally:
-        va.stop()
 
 
 class Terminal:

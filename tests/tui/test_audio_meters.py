@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
+import audio_chain
 import numpy as np
 import pytest
 
@@ -40,20 +41,8 @@ _TALKER = parse_scenario(
 
 @pytest.fixture(scope="module")
 def vaudio() -> Iterator[VirtualAudio]:
-    missing = VirtualAudio.available()
-    if missing is not None:
-        pytest.fail(f"the audio meter test needs PulseAudio: {missing}", pytrace=False)
-    va = VirtualAudio()
-    va.start()
-    va.apply_env()
-    from fishtalk.audio.devices import rescan
-
-    rescan()
-    try:
+    with audio_chain.for_this_process() as va:
         yield va
-    finally:
-        va.restore_env()
-        va.stop()
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from .helpers import (
     unmeasured,
     user_interim,
 )
-from .test_snapshots import SIZES, calm, quiet
+from .test_snapshots import SIZES, calm, quiet, still
 
 TURNS = (
     measured(1, "a2", 0.42),
@@ -66,9 +66,7 @@ def test_badges_and_rolling_p50(snap_compare: Any, size: tuple[int, int]) -> Non
     async def run_before(pilot: Pilot[Any]) -> None:
         await quiet(pilot)
         measured_conversation(session)
-        await drawn(pilot, session)
-        pilot.app.refresh_levels()  # type: ignore[attr-defined]
-        await calm(pilot)
+        await still(pilot, session)
 
     assert snap_compare(make_app(session), terminal_size=size, run_before=run_before)
 
@@ -81,9 +79,7 @@ def test_badges_no_color(snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> 
         assert pilot.app.no_color
         await quiet(pilot)
         measured_conversation(session)
-        await drawn(pilot, session)
-        pilot.app.refresh_levels()  # type: ignore[attr-defined]
-        await calm(pilot)
+        await still(pilot, session)
 
     assert snap_compare(make_app(session), terminal_size=(80, 24), run_before=run_before)
 

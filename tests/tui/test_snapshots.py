@@ -14,6 +14,7 @@ from textual.widgets import Input
 from fishtalk import conversation as c
 from fishtalk.audio.base import AudioLevels
 from fishtalk.testing.scripted import ScriptedSession
+from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.screens.ended import EndedScreen
 
 from .helpers import (
@@ -65,6 +66,15 @@ async def quiet(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
+async def still(pilot: Pilot[Any], session: ScriptedSession) -> None:
+    """A still frame: the session's newest state drawn, the meters read once, no toasts."""
+    await drawn(pilot, session)
+    app = pilot.app
+    assert isinstance(app, FishtalkApp)
+    app.refresh_levels()
+    await calm(pilot)
+
+
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_connecting(snap_compare: Any, size: tuple[int, int]) -> None:
     session = ScriptedSession()
@@ -82,9 +92,7 @@ def test_mid_conversation_with_tools(snap_compare: Any, size: tuple[int, int]) -
     async def run_before(pilot: Pilot[Any]) -> None:
         await quiet(pilot)
         mid_conversation(session)
-        await drawn(pilot, session)
-        pilot.app.refresh_levels()  # type: ignore[attr-defined]
-        await calm(pilot)
+        await still(pilot, session)
 
     assert snap_compare(make_app(session), terminal_size=size, run_before=run_before)
 
