@@ -242,6 +242,11 @@ async def test_a_reader_that_goes_away_ends_the_call_cleanly(sim: SimHandle) -> 
     try:
         await chat.expect("* connected")
         agent = await _agent(sim)
+        # A text-only call negotiates its publishing side on its first packet (seconds on a
+        # loaded machine): done before the reader goes, so what is timed below is the
+        # hang-up, not the negotiation (the session gives user.hangup 2 s to leave).
+        await chat.type("hello")
+        await agent.wait_note("received user.message", within=WAIT)
         chat._reader.cancel()
         assert chat.proc.stdout is not None
         # Close our end of the pipe: the next write fails with EPIPE in the child.
