@@ -26,7 +26,7 @@ ROOM = "bench"
 async def _serve(identities: list[str]) -> None:
     from livekit import rtc
 
-    from fishtalk import protocol as p
+    from fishtalk.core import protocol as p
     from fishtalk.sim.livekit.server import SimServer
 
     async with SimServer() as server:

@@ -29,9 +29,9 @@ from livekit import rtc
 from pydantic import SecretStr
 
 from fishtalk import AgentSession
-from fishtalk import protocol as p
-from fishtalk.api import LiveKitGrant
-from fishtalk.session import Session
+from fishtalk.core import protocol as p
+from fishtalk.engine.api import LiveKitGrant
+from fishtalk.engine.session import Session
 from fishtalk.sim.livekit.server import SimServer
 
 TRIALS = 200

@@ -55,9 +55,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from support.virtual_audio import MIC, SPEAKER, virtual_audio
 
-from fishtalk.audio.vad import is_audible
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, virtual_audio
+from fishtalk.engine.audio.vad import is_audible
 
 RATE = 48_000
 FRAME = 480
@@ -121,7 +121,7 @@ async def bare(seconds: float, *, apm: bool = False) -> Run:
     import sounddevice as sd
     from livekit import rtc
 
-    from fishtalk.audio.devices import resolve_device
+    from fishtalk.engine.audio.devices import resolve_device
 
     frames = _agent_frames(seconds)
     queued: deque[np.ndarray[Any, np.dtype[np.int16]]] = deque()
@@ -194,8 +194,8 @@ async def fishtalk(
 ) -> tuple[Run, Any]:
     from livekit import rtc
 
-    from fishtalk.audio.backend import SoundDeviceAudio
-    from fishtalk.audio.devices import resolve_device
+    from fishtalk.engine.audio.backend import SoundDeviceAudio
+    from fishtalk.engine.audio.devices import resolve_device
 
     backend = SoundDeviceAudio(
         input_device=resolve_device(MIC, "input"),
@@ -281,7 +281,7 @@ async def measurement(seconds: float, rounds: int = 3) -> tuple[Run, Run]:
 
 def vad_cost(frames: int = 20_000) -> tuple[float, float, float]:
     """Microseconds per 10 ms frame: the detector on silence, on voice, and is_audible."""
-    from fishtalk.audio.vad import EnergyVad
+    from fishtalk.engine.audio.vad import EnergyVad
 
     silent = np.zeros(FRAME, np.int16)
     voiced = _agent_audio(0.02)[:FRAME]
@@ -314,7 +314,7 @@ async def media_devices(seconds: float) -> Run:
     """
     from livekit import rtc
 
-    from fishtalk.audio.devices import resolve_device
+    from fishtalk.engine.audio.devices import resolve_device
 
     devices = rtc.MediaDevices(blocksize=FRAME)
     capture = devices.open_input(

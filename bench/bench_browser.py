@@ -27,13 +27,13 @@ import httpx
 import numpy as np
 from aiohttp import web
 from livekit import rtc
+from support.sim_clients import wait_until
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.endpoint import SESSIONS_PATH
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import ToneVoice
-from fishtalk.testing.sim_clients import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "tests" / "browser" / "page"

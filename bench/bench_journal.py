@@ -5,7 +5,7 @@ Three senders share one agent (a real ``livekit.rtc.Room``) on one
 :class:`~fishtalk.sim.livekit.server.SimServer`, in one process, timed on one clock from the
 call until the agent's ``data_received`` callback; trials rotate the order of the senders.
 The journaled session writes a real file (a temporary directory) through
-:class:`~fishtalk.journal.writer.JournalWriter`, as ``fishtalk chat`` does. WebRTC needs the
+:class:`~fishtalk.engine.journal.writer.JournalWriter`, as ``fishtalk chat`` does. WebRTC needs the
 private namespace::
 
     .venv/bin/python -m fishtalk.sim.netns -- .venv/bin/python bench/bench_journal.py
@@ -27,10 +27,10 @@ from pathlib import Path
 from livekit import rtc
 from pydantic import SecretStr
 
-from fishtalk import protocol as p
-from fishtalk.api import LiveKitGrant
-from fishtalk.journal.writer import JournalWriter
-from fishtalk.session import Session
+from fishtalk.core import protocol as p
+from fishtalk.engine.api import LiveKitGrant
+from fishtalk.engine.journal.writer import JournalWriter
+from fishtalk.engine.session import Session
 from fishtalk.sim.livekit.server import SimServer
 
 TRIALS = 200

@@ -1,6 +1,6 @@
 """Heard latency on the sim, as fishtalk measures it, with injected think times.
 
-The real session (:class:`fishtalk.session.Session`, audio on the virtual PulseAudio
+The real session (:class:`fishtalk.engine.session.Session`, audio on the virtual PulseAudio
 speaker and mic) talks to the sim agent, which runs in a process of its own
 (``fishtalk sim serve --agent-setting ...``, as a remote agent would). For each injected
 think time (the sim agent's ``think_seconds``: how long it shows ``thinking`` before its
@@ -17,7 +17,7 @@ played into the virtual mic). Per row:
 * client share: first audible agent frame received to handed to the device, the part
   fishtalk itself adds (its target: one 10 ms frame plus the device block).
 
-p50 and p95 by the nearest-rank method (:func:`fishtalk.conversation.percentile`).
+p50 and p95 by the nearest-rank method (:func:`fishtalk.core.conversation.percentile`).
 Needs the private network namespace and PulseAudio::
 
     .venv/bin/python -m fishtalk.sim.netns -- .venv/bin/python bench/bench_latency.py \
@@ -39,11 +39,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from support.virtual_audio import MIC, SPEAKER, VirtualAudio, virtual_audio
 
-from fishtalk.conversation import State, Waterfall
-from fishtalk.conversation.latency import percentile
+from fishtalk.core.conversation import State, Waterfall
+from fishtalk.core.conversation.latency import percentile
 from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio, virtual_audio
 
 TURN_WAIT = 30.0
 
@@ -119,9 +119,9 @@ SPEECH_SECONDS = 0.8
 async def measure(think: float, turns: int, speak: VirtualAudio | None = None) -> Row:
     """``turns`` turns against the sim agent thinking ``think`` s: typed, or with
     ``speak``, spoken (a tone played into its virtual mic)."""
-    from fishtalk.config import load_settings
-    from fishtalk.launch import build_session
-    from fishtalk.paths import CONFIG_PATH_ENV
+    from fishtalk.cli.config import load_settings
+    from fishtalk.cli.launch import build_session
+    from fishtalk.engine.paths import CONFIG_PATH_ENV
     from fishtalk.sim.fish.voice import silence, tone
 
     overrides = {"greeting": "", "idle_seconds": 0, "voice": "tones", "think_seconds": think}

@@ -2,7 +2,7 @@
 
 A scripted, realistic input mix (agent state changes, user interim and final transcripts,
 streamed agent replies chunk by chunk, tool events, typed turns, activity) is fed to
-``fishtalk.conversation.reduce`` after conversations of different lengths: 100 to 25,600
+``fishtalk.core.conversation.reduce`` after conversations of different lengths: 100 to 25,600
 turns, and histories of 1k, 10k and 100k tool cards or transcript segments. The reducer
 keeps a bounded live tail and shares unchanged blocks between states, so the time per
 input should be flat across every row. Prints one markdown section.
@@ -14,8 +14,8 @@ import os
 import time
 from collections.abc import Iterator
 
-from fishtalk import conversation as conv
-from fishtalk import protocol as p
+from fishtalk.core import conversation as conv
+from fishtalk.core import protocol as p
 
 REPLY_WORDS = ("It", "is", "sunny", "and", "warm", "with", "a", "light", "breeze", "today.")
 USER = "user-bench"
@@ -144,7 +144,7 @@ def main() -> None:
     print("## reducer")
     print()
     print(
-        f"`fishtalk.conversation.reduce` fed a realistic turn ({per_turn} inputs: interim and "
+        f"`fishtalk.core.conversation.reduce` fed a realistic turn ({per_turn} inputs: interim and "
         "final user transcripts, tool events, a reply streamed word by word, a typed turn) "
         f"after a history of the given length; {MEASURED_TURNS} turns per run, best of "
         f"{RUNS} runs taken round robin over the rows. The reducer keeps the newest "

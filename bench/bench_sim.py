@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 from livekit import rtc
+from support.sim_clients import Client, connect_client, feed_sine
 
 from fishtalk.sim.livekit.server import SimServer
-from fishtalk.testing.sim_clients import Client, connect_client, feed_sine
 
 SECRET = "bench-secret-" + "x" * 24
 ROOM = "bench"

@@ -12,7 +12,7 @@ Measures:
   re-wrapped per frame;
 * paced: 50 updates per second (the issue's target) for a few seconds: frames drawn and the
   CPU share the app used; once more with a session journal written (a
-  :class:`~fishtalk.journal.writer.JournalWriter` observing every input and state, as a
+  :class:`~fishtalk.engine.journal.writer.JournalWriter` observing every input and state, as a
   live session's does), to see what the journal costs the TUI;
 * big transcript: memory (tracemalloc) after N segments, and the cost of one frame when the
   last of N segments changes (only that one is re-wrapped: the view is bounded + cached).
@@ -30,11 +30,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from fishtalk import conversation as c
-from fishtalk.journal.writer import JournalWriter
-from fishtalk.observe import Observer, Reduced
-from fishtalk.protocol import ATTR_AGENT_STATE
-from fishtalk.testing.scripted import ScriptedSession
+from support.scripted import ScriptedSession
+
+from fishtalk.core import conversation as c
+from fishtalk.core.protocol import ATTR_AGENT_STATE
+from fishtalk.engine.journal.writer import JournalWriter
+from fishtalk.engine.observe import Observer, Reduced
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.widgets.transcript import Transcript
 

@@ -8,7 +8,7 @@ fishtalk`` alone must not pull in asyncio, textual, livekit, numpy or sounddevic
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from fishtalk._version import __version__
 
 TYPE_CHECKING = False  # not imported from typing: importing fishtalk costs nothing
 if TYPE_CHECKING:
@@ -21,19 +21,21 @@ if TYPE_CHECKING:
         ConnectionFailedError,
         SessionEndedError,
     )
-    from fishtalk.errors import FishtalkError, SessionApiError
-    from fishtalk.tools.registry import ToolContext, ToolError
+    from fishtalk.core import events
+    from fishtalk.core.errors import FishtalkError, SessionApiError
+    from fishtalk.engine.tools.registry import ToolContext, ToolError
 
 _LAZY: dict[str, str] = {
+    "events": "",
     "AgentSession": "fishtalk.agent_session",
     "AudioDevices": "fishtalk.agent_session",
     "ClientTool": "fishtalk.agent_session",
     "ConnectionFailedError": "fishtalk.agent_session",
     "SessionEndedError": "fishtalk.agent_session",
-    "FishtalkError": "fishtalk.errors",
-    "SessionApiError": "fishtalk.errors",
-    "ToolContext": "fishtalk.tools.registry",
-    "ToolError": "fishtalk.tools.registry",
+    "FishtalkError": "fishtalk.core.errors",
+    "SessionApiError": "fishtalk.core.errors",
+    "ToolContext": "fishtalk.engine.tools.registry",
+    "ToolError": "fishtalk.engine.tools.registry",
 }
 
 
@@ -44,7 +46,12 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    # ``fishtalk.events`` is the public name of the one event vocabulary (a module).
+    value = (
+        importlib.import_module("fishtalk.core.events")
+        if not module
+        else getattr(importlib.import_module(module), name)
+    )
     globals()[name] = value
     return value
 
@@ -64,4 +71,5 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "__version__",
+    "events",
 ]

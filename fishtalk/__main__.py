@@ -1,7 +1,7 @@
 """``python -m fishtalk`` and the ``fishtalk`` command.
 
 ``fishtalk --version`` answers here, before the CLI (typer, click) is imported: it is the
-one command that needs nothing else. Everything else goes to :func:`fishtalk.cli.main`.
+one command that needs nothing else. Everything else goes to :func:`fishtalk.cli.app.main`.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ def _asks_version(args: list[str]) -> bool:
 def main() -> None:
     """The ``fishtalk`` console script."""
     if _asks_version(sys.argv[1:]):
-        from fishtalk import __version__
+        from fishtalk._version import __version__
 
         sys.stdout.write(f"fishtalk {__version__}\n")
         sys.stdout.flush()
         raise SystemExit(0)
-    from fishtalk.cli import main as cli_main
+    from fishtalk.cli.app import main as cli_main
 
     cli_main()
 

@@ -13,12 +13,12 @@
 
     asyncio.run(main())
 
-It is the same engine as the ``fishtalk`` CLI (:class:`fishtalk.session.Session`) behind a
+It is the same engine as the ``fishtalk`` CLI (:class:`fishtalk.engine.session.Session`) behind a
 small async surface modelled on the Fish web SDK's ``AgentSession``: options that mirror
-the session API, typed events (:mod:`fishtalk.events`, the one vocabulary of
-:func:`fishtalk.conversation.changes`), client tools as plain callables, and commands.
+the session API, typed events (:mod:`fishtalk.core.events`, the one vocabulary of
+:func:`fishtalk.core.conversation.changes`), client tools as plain callables, and commands.
 
-A library behaves like one: failures are typed exceptions from :mod:`fishtalk.errors`,
+A library behaves like one: failures are typed exceptions from :mod:`fishtalk.core.errors`,
 nothing is printed, logging goes through :mod:`logging` (logger ``fishtalk``), and once
 :meth:`AgentSession.close` returns (the ``async with`` block has exited) nothing the
 session started is left running: no task, no thread, no audio stream, no room.
@@ -38,20 +38,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 
-from fishtalk import conversation as conv
-from fishtalk.aio import in_daemon_thread
-from fishtalk.errors import EXIT_CONNECTION, EXIT_ERROR, FishtalkError
-from fishtalk.native import let_sdk_settle
-from fishtalk.tools.registry import Approver, ToolContext, ToolRegistry
-from fishtalk.tools.runner import DEFAULT_TIMEOUT, ToolRunner
+from fishtalk.core import conversation as conv
+from fishtalk.core.errors import EXIT_CONNECTION, EXIT_ERROR, FishtalkError
+from fishtalk.engine.aio import in_daemon_thread
+from fishtalk.engine.native import let_sdk_settle
+from fishtalk.engine.tools.registry import Approver, ToolContext, ToolRegistry
+from fishtalk.engine.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
-    from fishtalk.api import LiveKitGrant, SessionClient, SessionOverrides, SessionRequest
-    from fishtalk.audio.base import AudioBackend, AudioLevels
-    from fishtalk.journal.writer import JournalWriter
-    from fishtalk.session import EndResult, Session, Timeouts
+    from fishtalk.engine.api import LiveKitGrant, SessionClient, SessionOverrides, SessionRequest
+    from fishtalk.engine.audio.base import AudioBackend, AudioLevels
+    from fishtalk.engine.journal.writer import JournalWriter
+    from fishtalk.engine.session import EndResult, Session, Timeouts
 
 _log = logging.getLogger(__name__)
 
@@ -61,14 +61,14 @@ ENV_API_URL: Final = "FISHTALK_API_URL"
 """Where the API base URL comes from when none is given (as for the CLI)."""
 
 Event: TypeAlias = conv.Change
-"""Every event an :class:`AgentSession` emits (see :mod:`fishtalk.events`)."""
+"""Every event an :class:`AgentSession` emits (see :mod:`fishtalk.core.events`)."""
 
 E = TypeVar("E", bound=conv.Change)
 
 ClientTool: TypeAlias = Callable[[dict[str, "JsonValue"], ToolContext], object]
 """A client tool: ``handler(params, context)``, sync or async, returning a JSON value (or
 None, sent as ``{}``). A sync handler runs in a worker thread; ``context`` carries the call
-id and the tool name. Raise :class:`fishtalk.tools.ToolError` for an error result whose
+id and the tool name. Raise :class:`fishtalk.engine.tools.ToolError` for an error result whose
 message is written for the agent; any other exception is an error result too."""
 
 Callback: TypeAlias = Callable[[Any], object]
@@ -100,7 +100,7 @@ class SessionEndedError(FishtalkError):
 class ConnectionFailedError(SessionEndedError):
     """The session could not be joined (``connection_failed``): WebRTC could not connect,
     or the agent never came. Session-API failures raise their own classes
-    (:class:`fishtalk.errors.SessionApiError` and below) instead."""
+    (:class:`fishtalk.core.errors.SessionApiError` and below) instead."""
 
     exit_code = EXIT_CONNECTION
 
@@ -117,7 +117,7 @@ class AudioDevices:
 
 AudioOption: TypeAlias = "bool | AudioDevices | AudioBackend"
 """``False``: no audio at all; ``True``: the default devices; :class:`AudioDevices`: named
-ones; or an :class:`~fishtalk.audio.base.AudioBackend` of your own."""
+ones; or an :class:`~fishtalk.engine.audio.base.AudioBackend` of your own."""
 
 
 class _Stream:
@@ -158,12 +158,12 @@ class AgentSession:
     Options mirror the Fish web SDK and the session API (``POST /v1/agent/sessions``):
 
     - ``agent_id``: the agent to talk to (or a whole ``request``,
-      :class:`fishtalk.api.SessionRequest`, instead of the request fields below);
+      :class:`fishtalk.engine.api.SessionRequest`, instead of the request fields below);
     - ``api_key``: default ``$FISH_API_KEY``; or ``public=True`` with an ``origin`` (one of
       the agent's allowed origins) for a public agent, no key;
     - ``api_url``: default ``$FISHTALK_API_URL``, else ``https://api.fish.audio``;
     - the request fields: ``name``, ``overrides`` (a
-      :class:`fishtalk.api.SessionOverrides` or a dict), ``dynamic_variables``,
+      :class:`fishtalk.engine.api.SessionOverrides` or a dict), ``dynamic_variables``,
       ``tool_events``, ``end_user_id``, ``metadata``, ``record_audio``, ``timezone``,
       ``client_timezone``, ``language``, ``world_context``;
     - ``text_only``: typed turns get text replies, not speech (default False);
@@ -173,21 +173,21 @@ class AgentSession:
     - ``client_tools``: ``{name: handler}`` (see :data:`ClientTool`); ``config_tools``:
       also the tools declared in the user's fishtalk config (``True``: the default config
       file; or a path); ``tool_timeout``: the handler timeout in seconds (15);
-      ``approve``: an async ``(fishtalk.tools.ApprovalRequest) -> bool`` asked before a
+      ``approve``: an async ``(fishtalk.engine.tools.ApprovalRequest) -> bool`` asked before a
       config tool with ``approve = "ask"`` runs (without one, such calls are declined);
-    - ``grant``: a ready :class:`fishtalk.api.LiveKitGrant` instead of the session API;
-      ``timeouts``: :class:`fishtalk.session.Timeouts`.
+    - ``grant``: a ready :class:`fishtalk.engine.api.LiveKitGrant` instead of the session API;
+      ``timeouts``: :class:`fishtalk.engine.session.Timeouts`.
     - ``journal``: ``True`` writes the session's journal (JSON Lines, mode 0600, the format
       ``fishtalk export``, ``replay`` and ``diff`` read) to fishtalk's journal folder, a
       path writes it there; :attr:`journal_path` says where. Off by default for a library.
 
-    Invalid options raise ``ValueError`` or :class:`fishtalk.errors.ClientConfigError` (no
+    Invalid options raise ``ValueError`` or :class:`fishtalk.core.errors.ClientConfigError` (no
     API key, public without an origin) at once. Entering the ``async with`` block connects
     and returns once connected; a failure raises: a malformed ``api_url`` or ``origin``
-    (:class:`fishtalk.errors.ClientConfigError`), the session API's
-    (:class:`fishtalk.errors.SessionApiError` and below),
-    :class:`fishtalk.errors.SessionExpiredError`,
-    :class:`fishtalk.errors.UnsupportedTransportError`, or :class:`ConnectionFailedError`.
+    (:class:`fishtalk.core.errors.ClientConfigError`), the session API's
+    (:class:`fishtalk.core.errors.SessionApiError` and below),
+    :class:`fishtalk.core.errors.SessionExpiredError`,
+    :class:`fishtalk.core.errors.UnsupportedTransportError`, or :class:`ConnectionFailedError`.
     Leaving the block hangs up and releases everything, also when the body raised.
     """
 
@@ -222,7 +222,7 @@ class AgentSession:
         timeouts: Timeouts | None = None,
         journal: bool | str | Path = False,
     ) -> None:
-        from fishtalk.api import SessionOverrides, SessionRequest
+        from fishtalk.engine.api import SessionOverrides, SessionRequest
 
         self._journal_to: bool | str | Path = journal
         self._journal: JournalWriter | None = None
@@ -273,7 +273,7 @@ class AgentSession:
     # --- building the parts ------------------------------------------------------------
 
     def _client_factory(self) -> SessionClient:
-        from fishtalk.api import DEFAULT_API_URL, SessionClient
+        from fishtalk.engine.api import DEFAULT_API_URL, SessionClient
 
         return SessionClient(
             self._api_url or DEFAULT_API_URL,
@@ -283,7 +283,7 @@ class AgentSession:
         )
 
     def _check_client(self) -> None:
-        from fishtalk.errors import ClientConfigError
+        from fishtalk.core.errors import ClientConfigError
 
         if self._public:
             if not self._origin:
@@ -305,8 +305,8 @@ class AgentSession:
         approve: Approver | None,
     ) -> ToolRunner:
         if config_tools is not False:
-            from fishtalk.config import load_settings
-            from fishtalk.tools.build import build_registry
+            from fishtalk.cli.config import load_settings
+            from fishtalk.engine.tools.build import build_registry
 
             path = None if config_tools is True else Path(config_tools)
             settings = load_settings(path)
@@ -325,9 +325,9 @@ class AgentSession:
             devices = option if isinstance(option, AudioDevices) else AudioDevices()
 
             def make(notice: Callable[[str], None]) -> AudioBackend:
-                from fishtalk.audio import open_backend
-                from fishtalk.audio.base import NullAudio
-                from fishtalk.config import AudioSettings
+                from fishtalk.cli.config import AudioSettings
+                from fishtalk.engine.audio import open_backend
+                from fishtalk.engine.audio.base import NullAudio
 
                 settings = AudioSettings(input_device=devices.input, output_device=devices.output)
                 backend = open_backend(settings, notice=notice)
@@ -356,7 +356,7 @@ class AgentSession:
         """Create the session and connect; returns once connected (``async with`` calls
         it). Raises what prevented the session (see the class docs); everything is released
         before it raises. May be called once."""
-        from fishtalk.session import DEFAULT_TIMEOUTS, CreateSession, ReadyGrant, Session
+        from fishtalk.engine.session import DEFAULT_TIMEOUTS, CreateSession, ReadyGrant, Session
 
         if self._session is not None:
             raise RuntimeError("AgentSession.start() may only be called once")
@@ -398,9 +398,9 @@ class AgentSession:
         return self._journal.path if self._journal is not None else None
 
     def _open_journal(self, session: Session) -> JournalWriter | None:
-        from fishtalk import paths
-        from fishtalk.journal import SUFFIX
-        from fishtalk.journal.writer import JournalWriter, new_journal_id
+        from fishtalk.engine import paths
+        from fishtalk.engine.journal import SUFFIX
+        from fishtalk.engine.journal.writer import JournalWriter, new_journal_id
 
         if self._journal_to is True:
             path = paths.journal_dir() / f"{new_journal_id()}{SUFFIX}"
@@ -473,7 +473,7 @@ class AgentSession:
 
     @property
     def state(self) -> conv.State:
-        """The latest conversation snapshot (:class:`fishtalk.conversation.State`)."""
+        """The latest conversation snapshot (:class:`fishtalk.core.conversation.State`)."""
         return self._session.state if self._session is not None else self._previous
 
     @property
@@ -499,7 +499,7 @@ class AgentSession:
     def audio_levels(self) -> AudioLevels:
         """Current microphone and agent levels, linear in [0, 1] (the web SDK's input and
         output volume); zeros without audio."""
-        from fishtalk.audio.base import AudioLevels
+        from fishtalk.engine.audio.base import AudioLevels
 
         return self._session.audio_levels() if self._session is not None else AudioLevels()
 
@@ -574,7 +574,7 @@ class AgentSession:
 
     def on(self, kind: str | type[Any], callback: Callable[[Any], object]) -> Callable[[], None]:
         """Call ``callback(event)`` for every event of ``kind`` (a kind name such as
-        ``"segment_finalised"``, an event class from :mod:`fishtalk.events`, or ``"*"`` for
+        ``"segment_finalised"``, an event class from :mod:`fishtalk.core.events`, or ``"*"`` for
         all). The callback may be sync (called on the event loop; keep it short) or async
         (run as a task the session cancels at close). An exception in it is logged.
         Returns a function that removes the callback."""
@@ -582,7 +582,7 @@ class AgentSession:
         if isinstance(kind, type):
             key = getattr(kind, "kind", None)
             if not isinstance(key, str) or key not in KINDS:
-                raise ValueError(f"{kind.__name__} is not an event class of fishtalk.events")
+                raise ValueError(f"{kind.__name__} is not an event class of fishtalk.core.events")
         elif kind == "*":
             key = None
         elif kind in KINDS:

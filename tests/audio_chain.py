@@ -1,4 +1,4 @@
-"""The one way a test gets a virtual PulseAudio device chain (fishtalk.testing.virtual_audio).
+"""The one way a test gets a virtual PulseAudio device chain (support.virtual_audio).
 
 Two uses: :func:`for_this_process` points this process (and PortAudio's device list) at a
 private server, for tests that open devices here; :func:`for_a_child` only runs one, for
@@ -16,8 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from fishtalk.testing.virtual_audio import VirtualAudio
+from support.virtual_audio import VirtualAudio
 
 
 def _require_pulseaudio() -> None:
@@ -31,7 +30,7 @@ def for_this_process() -> Iterator[VirtualAudio]:
     """A private server with this process's environment and PortAudio pointed at it (both
     put back afterwards)."""
     _require_pulseaudio()
-    from fishtalk.audio.devices import rescan
+    from fishtalk.engine.audio.devices import rescan
 
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     # Short and under /tmp: the socket path must fit a sockaddr_un (108 bytes).

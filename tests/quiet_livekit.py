@@ -5,7 +5,7 @@ When the garbage collector reaches an ``FfiHandle`` the native side already rele
 livekit 1.2.1's native library logs a warning through the ``livekit`` logger:
 ``<target>:<line>:<module> - Attempted to drop unknown FFI handle: <id>``. With no handler
 configured Python prints it on stderr. It is the log side of the GC-time assertion that
-:func:`fishtalk.native.quiet_livekit_handle_drops` keeps quiet, and as harmless.
+:func:`fishtalk.engine.native.quiet_livekit_handle_drops` keeps quiet, and as harmless.
 
 :func:`install` puts a filter on the ``livekit`` logger that turns exactly that record
 into a debug record (still there for a test's captured log and for ``--log-level=DEBUG``)
@@ -13,7 +13,7 @@ and leaves every other record alone.
 
 As a plugin (the root conftest loads it, so every xdist worker has it) it installs that
 filter and the CLI's own hook for the assertion,
-:func:`fishtalk.native.quiet_livekit_handle_drops`, which otherwise shows up now and then as
+:func:`fishtalk.engine.native.quiet_livekit_handle_drops`, which otherwise shows up now and then as
 a ``PytestUnraisableExceptionWarning`` for whichever test the garbage collector ran in.
 Every other unraisable exception still reaches pytest.
 """
@@ -25,7 +25,7 @@ import re
 
 import pytest
 
-from fishtalk.native import quiet_livekit_handle_drops
+from fishtalk.engine.native import quiet_livekit_handle_drops
 
 LOGGER = "livekit"
 UNKNOWN_HANDLE = re.compile(r" - Attempted to drop unknown FFI handle: \d+\Z")

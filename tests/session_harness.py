@@ -1,8 +1,8 @@
 """End-to-end harness: the real Session, the real SDK, the loopback sim, a scripted agent.
 
 ``sim`` starts a :class:`~fishtalk.sim.livekit.server.SimServer` with the Fish session endpoint on
-it. A test builds a :class:`~fishtalk.session.Session` pointed at that endpoint (the real
-``fishtalk.api`` path, through :func:`fishtalk.launch.build_session`), starts it, then
+it. A test builds a :class:`~fishtalk.engine.session.Session` pointed at that endpoint (the real
+``fishtalk.engine.api`` path, through :func:`fishtalk.cli.launch.build_session`), starts it, then
 drives the agent side step by step through a :class:`ScriptedAgent`: a second real
 ``livekit.rtc.Room`` joined as the ``agent`` participant of the room the endpoint created.
 :meth:`Sim.connected` does all of that at once: the one connect-and-wait of these tests.
@@ -22,13 +22,13 @@ import pytest
 from livekit import rtc
 from pydantic import SecretStr
 
-from fishtalk import protocol as p
-from fishtalk.api import LiveKitGrant
-from fishtalk.config import Settings
-from fishtalk.conversation import State
-from fishtalk.errors import exit_code_for
-from fishtalk.launch import build_session
-from fishtalk.session import EndResult, Session, Timeouts
+from fishtalk.cli.config import Settings
+from fishtalk.cli.launch import build_session
+from fishtalk.core import protocol as p
+from fishtalk.core.conversation import State
+from fishtalk.core.errors import exit_code_for
+from fishtalk.engine.api import LiveKitGrant
+from fishtalk.engine.session import EndResult, Session, Timeouts
 from fishtalk.sim.fish.endpoint import AGENT_IDENTITY, DEFAULT_DEV_KEY, SessionEndpoint, SimSession
 from fishtalk.sim.livekit.server import SimServer
 
@@ -42,7 +42,7 @@ FAST_SLACK = 8.0
 
 
 def exit_code(result: EndResult) -> int:
-    """The exit code the CLI would give for ``result`` (the one table in fishtalk.errors)."""
+    """The exit code the CLI would give for ``result`` (the one table in fishtalk.core.errors)."""
     return exit_code_for(result.reason, result.error)
 
 
@@ -177,7 +177,7 @@ class Sim:
 
     @property
     def api_url(self) -> str:
-        """The base URL for ``fishtalk.api``."""
+        """The base URL for ``fishtalk.engine.api``."""
         return self.server.url
 
     def settings(self, **session: Any) -> Settings:

@@ -1,14 +1,14 @@
 """Pytest fixtures for tests that join real ``livekit.rtc.Room`` clients to the sim server.
 
 Loaded as a plugin by ``tests/conftest.py``; the helpers they use (and that benchmarks use
-too) are in :mod:`fishtalk.testing.sim_clients`. Tests using these need the network
+too) are in :mod:`support.sim_clients`. Tests using these need the network
 namespace (mark them ``@pytest.mark.webrtc``).
 
 * ``sim_server``: a started :class:`~fishtalk.sim.livekit.server.SimServer` (stopped
   afterwards).
 * ``room_factory``: ``await room_factory(room, identity, kind=..., attributes=...)``
   connects a new ``rtc.Room`` with a minted token and returns a
-  :class:`~fishtalk.testing.sim_clients.Client`; every client is disconnected at teardown.
+  :class:`~support.sim_clients.Client`; every client is disconnected at teardown.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping
 
 import pytest
+from support.sim_clients import Client, RoomFactory, connect_client
 
 from fishtalk.sim.livekit.server import ParticipantKindName, SimServer
-from fishtalk.testing.sim_clients import Client, RoomFactory, connect_client
 
 
 @pytest.fixture

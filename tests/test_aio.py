@@ -1,4 +1,4 @@
-"""fishtalk.aio: the one task set and the one daemon-thread future."""
+"""fishtalk.engine.aio: the one task set and the one daemon-thread future."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from fishtalk.aio import TaskSet, in_daemon_thread
+from fishtalk.engine.aio import TaskSet, in_daemon_thread
 
 
 async def test_task_set_owns_reports_and_cancels() -> None:
@@ -93,7 +93,7 @@ import atexit, sys
 sd = sys.modules["sounddevice"] = type(sys)("sounddevice")
 sd._exit_handler = lambda: print("Pa_Terminate")
 atexit.register(sd._exit_handler)
-from fishtalk import native
+from fishtalk.engine import native
 for _ in range(int(sys.argv[1])):
     native.note_wedged_audio_stream()
 print("exiting")

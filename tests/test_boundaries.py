@@ -13,12 +13,17 @@ import sys
 
 import pytest
 
-REQUIRED = ("fishtalk.protocol", "fishtalk.api", "fishtalk.errors", "fishtalk.config")
-OPTIONAL = ("fishtalk.conversation", "fishtalk.tools")
+REQUIRED = (
+    "fishtalk.core.protocol",
+    "fishtalk.engine.api",
+    "fishtalk.core.errors",
+    "fishtalk.cli.config",
+)
+OPTIONAL = ("fishtalk.core.conversation", "fishtalk.engine.tools")
 """Checked when they exist (other parts of the project add them)."""
 FORBIDDEN = ("textual", "livekit", "numpy", "sounddevice")
-NO_ASYNCIO_REQUIRED = ("fishtalk.protocol",)
-NO_ASYNCIO_OPTIONAL = ("fishtalk.conversation",)
+NO_ASYNCIO_REQUIRED = ("fishtalk.core.protocol",)
+NO_ASYNCIO_OPTIONAL = ("fishtalk.core.conversation",)
 
 _PROBE = """
 import importlib, json, sys

@@ -124,7 +124,7 @@ def _lint_copy(tmp_path: Path, module: Path, line: str) -> subprocess.CompletedP
 
 
 def test_the_contracts_hold_on_a_clean_copy(tmp_path: Path) -> None:
-    done = _lint_copy(tmp_path, Path("fishtalk/errors.py"), "# nothing new")
+    done = _lint_copy(tmp_path, Path("fishtalk/core/errors.py"), "# nothing new")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 broken" in done.stdout
 
@@ -132,13 +132,13 @@ def test_the_contracts_hold_on_a_clean_copy(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("module", "line", "contract"),
     [
-        ("fishtalk/protocol/__init__.py", "import asyncio", "sans-IO"),
-        ("fishtalk/conversation", "import textual", "sans-IO"),
-        ("fishtalk/api.py", "import numpy", "load no textual, livekit"),
-        ("fishtalk/plain.py", "from livekit import rtc", "front ends never touch the room"),
-        ("fishtalk/session.py", "import fishtalk.tui.app", "one way"),
-        ("fishtalk/plain.py", "import fishtalk.tui.safe", "line mode never loads the TUI"),
-        ("fishtalk/sim", "import fishtalk.session", "only the wire protocol"),
+        ("fishtalk/core/protocol/__init__.py", "import asyncio", "sans-IO"),
+        ("fishtalk/core/conversation", "import textual", "sans-IO"),
+        ("fishtalk/engine/api.py", "import numpy", "load no textual, livekit"),
+        ("fishtalk/plain/line.py", "from livekit import rtc", "front ends never touch the room"),
+        ("fishtalk/engine/session.py", "import fishtalk.tui.app", "one way"),
+        ("fishtalk/plain/line.py", "import fishtalk.tui.safe", "line mode never loads the TUI"),
+        ("fishtalk/sim", "import fishtalk.engine.session", "only the wire protocol"),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(

@@ -1,4 +1,4 @@
-"""fishtalk.config: layering, environment, validation messages, secrecy, the example file."""
+"""fishtalk.cli.config: layering, environment, validation messages, secrecy, the example file."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from fishtalk import paths
-from fishtalk.config import (
+from fishtalk.cli.config import (
     SECRET_ENV_NAMES,
     AgentProfile,
     ConfigError,
@@ -21,7 +20,8 @@ from fishtalk.config import (
     load_settings,
     redacted_dict,
 )
-from fishtalk.errors import EXIT_USAGE, FishtalkError
+from fishtalk.core.errors import EXIT_USAGE, FishtalkError
+from fishtalk.engine import paths
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "config.example.toml"
@@ -398,6 +398,6 @@ def test_the_action_table_is_free_of_textual() -> None:
     import subprocess
     import sys
 
-    probe = "import sys, fishtalk.config, fishtalk.actions; print('textual' in sys.modules)"
+    probe = "import sys, fishtalk.cli.config, fishtalk.tui.actions; print('textual' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr

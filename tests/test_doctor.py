@@ -13,9 +13,9 @@ from pathlib import Path
 
 import audio_chain
 import pytest
+from support.virtual_audio import MIC, VirtualAudio
 
-from fishtalk.doctor import Check, Status, check_api_key, check_terminal, run_checks
-from fishtalk.testing.virtual_audio import MIC, VirtualAudio
+from fishtalk.cli.doctor import Check, Status, check_api_key, check_terminal, run_checks
 
 FISHTALK = os.path.join(os.path.dirname(sys.executable), "fishtalk")
 KEY = "sk-test-key-0123456789abcdef"
@@ -151,7 +151,7 @@ def test_run_checks_yields_typed_results(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_api_key_shape() -> None:
-    from fishtalk.config import Settings
+    from fishtalk.cli.config import Settings
 
     def status(key: str) -> Status:
         return check_api_key(Settings.model_validate({"api": {"api_key": key}})).status
@@ -182,7 +182,7 @@ def test_without_portaudio_the_doctor_says_what_to_install(tmp_path: Path) -> No
         "import ctypes.util\n"
         "real = ctypes.util.find_library\n"
         "ctypes.util.find_library = lambda name: None if name == 'portaudio' else real(name)\n"
-        "from fishtalk.cli import main\n"
+        "from fishtalk.cli.app import main\n"
         "main(['doctor', '--mic-seconds', '0'])\n"
     )
     done = subprocess.run(

@@ -1,5 +1,5 @@
 """The engine's layers: the session knows nothing of the CLI's world, the TUI neither the
-sim nor the line mode, and the scripted session (fishtalk.testing) no pytest."""
+sim nor the line mode, and the scripted session (support) no pytest."""
 
 from __future__ import annotations
 
@@ -44,29 +44,31 @@ def imported_names(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("module", ["fishtalk.session", "fishtalk.host", "fishtalk.aio"])
+@pytest.mark.parametrize(
+    "module", ["fishtalk.engine.session", "fishtalk.engine.host", "fishtalk.engine.aio"]
+)
 def test_the_engine_does_not_import_the_cli_world(module: str) -> None:
     modules = loaded(module)
-    assert "fishtalk.config" not in modules
-    assert "fishtalk.cli" not in modules
-    assert "fishtalk.launch" not in modules
+    assert "fishtalk.cli.config" not in modules
+    assert "fishtalk.cli.app" not in modules
+    assert "fishtalk.cli.launch" not in modules
     assert "typer" not in modules
 
 
 def test_session_source_names_no_settings() -> None:
     names = imported_names(PACKAGE / "session.py")
-    assert not {n for n in names if n.startswith(("fishtalk.config", "fishtalk.launch"))}
+    assert not {n for n in names if n.startswith(("fishtalk.cli.config", "fishtalk.cli.launch"))}
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "tui").rglob("*.py")), ids=str)
 def test_tui_imports_neither_sim_nor_plain(path: Path) -> None:
     names = imported_names(path)
-    banned = {n for n in names if n.startswith(("fishtalk.sim", "fishtalk.plain"))}
+    banned = {n for n in names if n.startswith(("fishtalk.sim", "fishtalk.plain.line"))}
     assert not banned, f"{path.name} imports {banned}"
-    assert "fishtalk.launch" not in names
+    assert "fishtalk.cli.launch" not in names
 
 
 def test_testing_package_needs_no_pytest() -> None:
-    modules = loaded("fishtalk.testing.scripted")
+    modules = loaded("support.scripted")
     assert "pytest" not in modules
     assert "fishtalk.tui.app" not in modules

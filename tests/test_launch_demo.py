@@ -17,11 +17,11 @@ pytestmark = pytest.mark.webrtc
 _PROBE = textwrap.dedent(
     """
     import asyncio, json, sys, threading
-    from fishtalk.config import load_settings
-    from fishtalk.launch import (
+    from fishtalk.cli.config import load_settings
+    from fishtalk.cli.launch import (
         STARTING_SIM, _BackgroundSim, _DemoGrant, build_session, demo_settings
     )
-    from fishtalk.paths import CONFIG_PATH_ENV
+    from fishtalk.engine.paths import CONFIG_PATH_ENV
     from fishtalk.sim.fish.scenario import load_scenario
     from fishtalk.tui.app import FishtalkApp
 
@@ -72,7 +72,7 @@ _PROBE = textwrap.dedent(
         print(json.dumps(report))
 
     asyncio.run(main())
-    from fishtalk.native import exit_process
+    from fishtalk.engine.native import exit_process
     exit_process(0)
     """
 )
@@ -105,9 +105,9 @@ def test_the_demo_holds_off_garbage_collection_until_its_first_frame(
     import asyncio
     import gc
 
-    from fishtalk import launch
-    from fishtalk.config import Settings, load_settings
-    from fishtalk.paths import CONFIG_PATH_ENV
+    from fishtalk.cli import launch
+    from fishtalk.cli.config import Settings, load_settings
+    from fishtalk.engine.paths import CONFIG_PATH_ENV
 
     seen: dict[str, bool] = {}
 
@@ -142,9 +142,9 @@ def test_the_demo_holds_off_garbage_collection_until_its_first_frame(
 _BEFORE_FRAME_PROBE = textwrap.dedent(
     """
     import json, sys
-    from fishtalk import launch
-    from fishtalk.config import load_settings
-    from fishtalk.paths import CONFIG_PATH_ENV
+    from fishtalk.cli import launch
+    from fishtalk.cli.config import load_settings
+    from fishtalk.engine.paths import CONFIG_PATH_ENV
 
     def load(overrides):
         env = {CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"}
@@ -156,7 +156,7 @@ _BEFORE_FRAME_PROBE = textwrap.dedent(
         # Stands in for the TUI at its first frame: what has been imported and built so far.
         report["title"] = title
         report["sim_imported"] = sorted(m for m in sys.modules if m.startswith("fishtalk.sim"))
-        from fishtalk import protocol
+        from fishtalk.core import protocol
         report["protocol_built"] = protocol.UserMessage.__pydantic_complete__
         return 0
 
@@ -194,7 +194,7 @@ def test_the_built_in_demo_is_parsed_behind_the_first_frame() -> None:
 
 def test_the_background_sim_loads_a_built_in_scenario_by_name() -> None:
     """Given the built-in's name, the sim parses it on its own start and serves it."""
-    from fishtalk.launch import _BackgroundSim
+    from fishtalk.cli.launch import _BackgroundSim
 
     sim = _BackgroundSim("demo")
     try:

@@ -45,7 +45,7 @@ def test_without_the_hook_python_prints_the_sdk_assertion() -> None:
 
 def test_the_hook_silences_only_the_handle_drop() -> None:
     install = (
-        "from fishtalk.native import quiet_livekit_handle_drops; "
+        "from fishtalk.engine.native import quiet_livekit_handle_drops; "
         "quiet_livekit_handle_drops(); quiet_livekit_handle_drops()"
     )
     done = _run(install)

@@ -11,7 +11,7 @@ from pathlib import Path
 _CHILD = textwrap.dedent(
     """
     import ctypes, sys
-    from fishtalk.native import stderr_to_log
+    from fishtalk.engine.native import stderr_to_log
 
     libc = ctypes.CDLL(None)
     sys.stderr.write("before\\n")
@@ -80,7 +80,7 @@ def test_an_unwritable_log_dir_redirects_nothing(tmp_path: Path) -> None:
 
 
 def test_a_big_log_starts_afresh(tmp_path: Path) -> None:
-    from fishtalk.native import MAX_LOG_BYTES
+    from fishtalk.engine.native import MAX_LOG_BYTES
 
     done, _ = _run(tmp_path)
     log = Path(done.stdout.strip())

@@ -1,4 +1,4 @@
-"""fishtalk.paths: platform locations, computed when asked, redirectable for tests."""
+"""fishtalk.engine.paths: platform locations, computed when asked, redirectable for tests."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk import paths
+from fishtalk.engine import paths
 
 
 def test_locations_follow_xdg_and_fishtalk_config(

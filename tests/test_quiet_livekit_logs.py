@@ -25,7 +25,7 @@ LINE = "Attempted to drop unknown FFI handle"
 DROP_UNKNOWN_HANDLE = """
     import gc, logging, threading
     from livekit.rtc._ffi_client import FfiClient, FfiHandle
-    from fishtalk.native import quiet_livekit_handle_drops
+    from fishtalk.engine.native import quiet_livekit_handle_drops
 
     quiet_livekit_handle_drops()  # the GC-time assertion (another workaround, tested elsewhere)
     FfiClient.instance

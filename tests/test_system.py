@@ -1,5 +1,5 @@
 """Every user-facing path imports without the POSIX-only modules (as on Windows), and the
-platform helpers in :mod:`fishtalk.system` work for real on this machine."""
+platform helpers in :mod:`fishtalk.engine.system` work for real on this machine."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk import system
+from fishtalk.engine import system
 
 PY = sys.executable
 
@@ -36,23 +36,23 @@ BLOCKER = textwrap.dedent(
 
 USER_FACING = (
     "fishtalk",
-    "fishtalk.cli",
-    "fishtalk.launch",
-    "fishtalk.plain",
-    "fishtalk.session",
-    "fishtalk.config",
-    "fishtalk.doctor",
-    "fishtalk.system",
-    "fishtalk.api",
-    "fishtalk.native",
+    "fishtalk.cli.app",
+    "fishtalk.cli.launch",
+    "fishtalk.plain.line",
+    "fishtalk.engine.session",
+    "fishtalk.cli.config",
+    "fishtalk.cli.doctor",
+    "fishtalk.engine.system",
+    "fishtalk.engine.api",
+    "fishtalk.engine.native",
     "fishtalk.tui.app",
     "fishtalk.tui.run",
-    "fishtalk.audio",
-    "fishtalk.audio.backend",
-    "fishtalk.audio.devices",
-    "fishtalk.tools",
-    "fishtalk.tools.command",
-    "fishtalk.tools.builtins",
+    "fishtalk.engine.audio",
+    "fishtalk.engine.audio.backend",
+    "fishtalk.engine.audio.devices",
+    "fishtalk.engine.tools",
+    "fishtalk.engine.tools.command",
+    "fishtalk.engine.tools.builtins",
 )
 """Named on purpose (the walk below finds the rest): a rename must not go unnoticed."""
 
@@ -99,7 +99,7 @@ def test_the_cli_runs_without_fcntl_termios_pwd(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text('[agents.helper]\nagent_id = "agent-1"\n', encoding="utf-8")
     body = f"""
-    from fishtalk.cli import main
+    from fishtalk.cli.app import main
     for argv in (["--help"], ["chat", "--help"], ["agents"], ["config", "show"]):
         try:
             main(["--config", {str(config)!r}, *argv])
@@ -169,7 +169,7 @@ def test_kill_process_tree_of_a_finished_process_is_quiet() -> None:
 SIGINT_PROBE = textwrap.dedent(
     """
     import asyncio, os, signal, sys
-    from fishtalk import system
+    from fishtalk.engine import system
 
     class NoSignalLoop(asyncio.SelectorEventLoop):
         # A loop without add_signal_handler, as Windows' proactor loop is.

@@ -1,4 +1,4 @@
-"""fishtalk.text: the one rule set for text that reaches a terminal, and every old copy of it
+"""fishtalk.core.text: the one rule set for text that reaches a terminal, and every old copy of it
 now being a user of it."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fishtalk import text
-from fishtalk.text import json_escape, make_visible, strip
+from fishtalk.core import text
+from fishtalk.core.text import json_escape, make_visible, strip
 
 # The union of what any of the five former copies guarded against (tui/safe.py, plain.py,
 # api.py, tools/approval.py, cli.py), written out here independently of the module.
@@ -163,9 +163,9 @@ def test_the_new_cases_each_old_copy_missed() -> None:
 
 
 def test_every_path_to_the_terminal_uses_the_shared_rules() -> None:
-    from fishtalk import plain
-    from fishtalk.api import _clean as api_clean
-    from fishtalk.tools.approval import params_preview, printable
+    from fishtalk.engine.api import _clean as api_clean
+    from fishtalk.engine.tools.approval import params_preview, printable
+    from fishtalk.plain import line as plain
     from fishtalk.tui.safe import clean as tui_clean
 
     hostile_value = "a\u061cb\ufff9c\u2066d\x1b[2Je\x85f\ud800g"

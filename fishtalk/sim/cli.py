@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from fishtalk.errors import EXIT_OK, EXIT_USAGE, FishtalkError
+from fishtalk.core.errors import EXIT_OK, EXIT_USAGE, FishtalkError
 
 if TYPE_CHECKING:
     from fishtalk.sim.fish.scenario import Scenario
@@ -138,7 +138,7 @@ def serve(
 
     ``scenario`` is a TOML file or a built-in name (see
     :data:`~fishtalk.sim.fish.scenario.BUILTIN`). Raises
-    :class:`~fishtalk.errors.FishtalkError` (one line) for a bad scenario, port or address.
+    :class:`~fishtalk.core.errors.FishtalkError` (one line) for a bad scenario, port or address.
     When ``out`` closes (its reader went away), the simulator stops quietly (exit 0).
     ``allowed_origins`` adds origins (``scheme://host[:port]``) a public, keyless session
     request may come from, such as a web app's dev server, to the built-in ones.

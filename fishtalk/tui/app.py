@@ -26,12 +26,12 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from fishtalk.actions import default_key, key_label, split_keys
-from fishtalk.audio.base import NullAudio
-from fishtalk.conversation import ErrorEntry, Notice, State
-from fishtalk.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError, exit_code_for
-from fishtalk.talk import TalkControl, TalkMode
+from fishtalk.core.conversation import ErrorEntry, Notice, State
+from fishtalk.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError, exit_code_for
+from fishtalk.core.talk import TalkControl, TalkMode
+from fishtalk.engine.audio.base import NullAudio
 from fishtalk.tui import keys
+from fishtalk.tui.actions import default_key, key_label, split_keys
 from fishtalk.tui.messages import SessionFinished, StateChanged
 from fishtalk.tui.release_keys import ANSWER_WAIT, KeyReleased, ReleaseSupport, driver_class
 from fishtalk.tui.safe import clean
@@ -96,7 +96,7 @@ class FishtalkApp(App[int]):
         ``clock``: the session's monotonic clock (frozen in snapshot tests).
         ``ended_linger``: seconds the ended screen stays before exiting (None: until a key).
         ``live_timers``: run the 1 Hz clock and the level polling (off in snapshot tests).
-        ``talk_mode``: always, toggle or push (see :mod:`fishtalk.talk`).
+        ``talk_mode``: always, toggle or push (see :mod:`fishtalk.core.talk`).
         """
         # Push-to-talk needs key releases: a driver that asks the terminal for them.
         super().__init__(driver_class=driver_class() if talk_mode == "push" else None)

@@ -3,7 +3,7 @@
 Each action has a stable id (the name used in config: ``[ui.keys] interrupt = "f2"``),
 a default key, and a description that shows in the footer, the help screen and the
 command palette, so all three always agree. The table itself lives in
-:mod:`fishtalk.actions` (no textual there), so the config can check it when loading.
+:mod:`fishtalk.tui.actions` (no textual there), so the config can check it when loading.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from textual.binding import Binding
 
-from fishtalk.actions import ACTION_IDS, ACTIONS, ActionSpec, key_problems
+from fishtalk.tui.actions import ACTION_IDS, ACTIONS, ActionSpec, key_problems
 
 
 def bindings() -> list[Binding]:

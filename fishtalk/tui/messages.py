@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from fishtalk.conversation import State
+from fishtalk.core.conversation import State
 
 
 class StateChanged(Message):

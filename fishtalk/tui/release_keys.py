@@ -5,7 +5,7 @@ parser does not read the event-type field. :func:`driver_class` gives a driver (
 macOS) that adds the event-types flag, asks whether the terminal took it, hands key
 presses and repeats to Textual's own parser as presses, and posts :class:`KeyReleased`
 and, once, :class:`ReleaseSupport` to the app. The pure part is
-:class:`fishtalk.talk.KittyKeys`. On Windows, or wherever this driver is not used, no
+:class:`fishtalk.core.talk.KittyKeys`. On Windows, or wherever this driver is not used, no
 :class:`ReleaseSupport` arrives and the app decides after :data:`ANSWER_WAIT` seconds.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 
 from textual.message import Message
 
-from fishtalk.talk import ASK_FOR_RELEASES, KeyEvent, KittyKeys, Support
+from fishtalk.core.talk import ASK_FOR_RELEASES, KeyEvent, KittyKeys, Support
 
 if TYPE_CHECKING:
     from textual.driver import Driver

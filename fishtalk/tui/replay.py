@@ -3,7 +3,7 @@
 Space pauses and plays on, ``n`` jumps to the next turn, Left/Right seek 10 seconds back or
 forward, ``-``/``+`` step the speed through 0.5x to 8x. The top bar shows where the play
 head is, the speed, and whether it is paused. The session is anything with the
-:class:`ReplayControls` surface (:class:`fishtalk.journal.replay_session.ReplaySession`).
+:class:`ReplayControls` surface (:class:`fishtalk.workbench.journal.replay_session.ReplaySession`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import ClassVar, Protocol
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from fishtalk.conversation import State
+from fishtalk.core.conversation import State
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.screens.help import HelpScreen
 from fishtalk.tui.session_like import SessionLike

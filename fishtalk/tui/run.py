@@ -1,7 +1,7 @@
 """Running a session in the full-screen app: :func:`run_app`, and the app as a tool host.
 
 Choosing a front end, building the session and starting the demo's sim are
-:mod:`fishtalk.launch`'s; this module only runs the app on a session it is given.
+:mod:`fishtalk.cli.launch`'s; this module only runs the app on a session it is given.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from fishtalk.host import HostLink
-    from fishtalk.talk import TalkMode
-    from fishtalk.tools.registry import ApprovalRequest
+    from fishtalk.core.talk import TalkMode
+    from fishtalk.engine.host import HostLink
+    from fishtalk.engine.tools.registry import ApprovalRequest
     from fishtalk.tui.app import FishtalkApp
     from fishtalk.tui.session_like import SessionLike
 
@@ -23,7 +23,7 @@ KeyMap = Mapping[str, str] | None
 
 
 class TuiHost:
-    """The TUI as a :class:`~fishtalk.host.Host`: toasts, the terminal's clipboard, and the
+    """The TUI as a :class:`~fishtalk.engine.host.Host`: toasts, the terminal's clipboard, and the
     approval dialog."""
 
     def __init__(self, app: FishtalkApp) -> None:
@@ -73,7 +73,7 @@ def run_app(
     talk_mode: TalkMode = "always",
 ) -> int | None:
     """Run ``session`` in the full-screen TUI, bound to ``link``; return the exit code the
-    app chose (from the one table in :mod:`fishtalk.errors`), None if it never chose one.
+    app chose (from the one table in :mod:`fishtalk.core.errors`), None if it never chose one.
     ``first_frame`` is set once the app has drawn its first frame. ``app_type``: the app
     class (the replay's, say)."""
     from fishtalk.tui.app import FishtalkApp
@@ -87,7 +87,7 @@ def run_app(
         app.first_frame = first_frame
     if link is not None:
         link.bind(TuiHost(app))
-    from fishtalk.native import stderr_to_log
+    from fishtalk.engine.native import stderr_to_log
 
     # C libraries (PortAudio, ALSA, WebRTC) write to fd 2 on device trouble; on the drawn
     # screen that is garbage, so it goes to a log while the app runs (report_end's line

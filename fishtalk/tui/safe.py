@@ -4,7 +4,7 @@ Everything that came from the network is shown literally: Rich markup is never p
 (we build ``Text`` objects, never markup strings), terminal escape sequences and control
 characters are made visible instead of reaching the terminal, and bidi override controls
 are shown as code points so they cannot reorder the surrounding UI (the code-point rules
-are :mod:`fishtalk.text`'s). Printable Unicode (emoji, combining marks, right-to-left
+are :mod:`fishtalk.core.text`'s). Printable Unicode (emoji, combining marks, right-to-left
 scripts) passes through untouched.
 """
 
@@ -15,13 +15,13 @@ import json
 from rich.style import Style
 from rich.text import Text
 
-from fishtalk.text import make_visible
+from fishtalk.core.text import make_visible
 
 
 def clean(value: str) -> str:
     """Return ``value`` with every dangerous code point made visible (newlines kept).
 
-    The rules live in :func:`fishtalk.text.make_visible`; this is its TUI spelling.
+    The rules live in :func:`fishtalk.core.text.make_visible`; this is its TUI spelling.
     """
     return make_visible(value)
 

@@ -1,7 +1,7 @@
 """What the TUI needs from a session: a small structural protocol.
 
-The real :class:`fishtalk.session.Session` satisfies it, and so does the scripted session
-in :mod:`fishtalk.testing.scripted`. The TUI only ever talks to a session through this surface.
+The real :class:`fishtalk.engine.session.Session` satisfies it, and so does the scripted session
+in :mod:`support.scripted`. The TUI only ever talks to a session through this surface.
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from fishtalk.audio.base import AudioBackend, AudioLevels
-    from fishtalk.conversation import State
-    from fishtalk.errors import FishtalkError
+    from fishtalk.core.conversation import State
+    from fishtalk.core.errors import FishtalkError
+    from fishtalk.engine.audio.base import AudioBackend, AudioLevels
 
 
 class EndResultLike(Protocol):
     """How a session ended: a reason, a sentence for people, and the error that ended it.
 
-    No exit code: that is picked from the one table in :mod:`fishtalk.errors`.
+    No exit code: that is picked from the one table in :mod:`fishtalk.core.errors`.
     """
 
     @property

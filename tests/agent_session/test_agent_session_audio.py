@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import audio_chain
 import pytest
+from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 from fishtalk import AgentSession, AudioDevices
 from fishtalk.sim import SimInfo
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 from .conftest import WAIT, options, our_tasks, our_threads
 

@@ -21,10 +21,10 @@ import pytest
 from pydantic import JsonValue
 
 from fishtalk import AgentSession, ConnectionFailedError, SessionEndedError, ToolContext, events
-from fishtalk import errors as e
-from fishtalk.session import Timeouts
+from fishtalk.core import errors as e
+from fishtalk.engine.session import Timeouts
+from fishtalk.engine.tools import ApprovalRequest
 from fishtalk.sim import SimInfo
-from fishtalk.tools import ApprovalRequest
 
 from .conftest import WAIT, in_order, options, our_tasks, our_threads
 
@@ -225,7 +225,7 @@ async def test_a_session_that_cannot_connect_raises_connection_failed(sim: SimIn
 
     from pydantic import SecretStr
 
-    from fishtalk.api import LiveKitGrant
+    from fishtalk.engine.api import LiveKitGrant
 
     grant = LiveKitGrant(  # a room server that is not there
         session_id="sess_nowhere",
@@ -311,7 +311,7 @@ class _Silent:
 
         from pydantic import SecretStr
 
-        from fishtalk.api import LiveKitGrant
+        from fishtalk.engine.api import LiveKitGrant
 
         assert self._server is not None
         port = self._server.sockets[0].getsockname()[1]

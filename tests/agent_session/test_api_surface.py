@@ -75,7 +75,7 @@ def test_every_public_name_has_a_docstring() -> None:
 
 
 def test_event_kinds_are_the_one_vocabulary() -> None:
-    from fishtalk import conversation
+    from fishtalk.core import conversation
 
     assert events.EVENT_TYPES is conversation.CHANGE_TYPES
     assert events.KINDS == agent_session.KINDS

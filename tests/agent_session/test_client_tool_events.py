@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fishtalk import conversation as c
 from fishtalk import events
-from fishtalk.protocol import ATTR_AGENT_STATE, ClientToolCall, ToolCompleted, ToolStarted
+from fishtalk.core import conversation as c
+from fishtalk.core.protocol import ATTR_AGENT_STATE, ClientToolCall, ToolCompleted, ToolStarted
 
 
 def _replay(inputs: Iterable[c.Input]) -> list[c.Change]:

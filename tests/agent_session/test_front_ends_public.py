@@ -1,8 +1,8 @@
 """The CLI's front ends use no private back doors: what they touch, a library user can.
 
 The line mode, the TUI, the launcher and the CLI drive the engine through the same public
-layer ``AgentSession`` is built on (:class:`fishtalk.session.Session`'s documented commands
-and ``add_listener``, and the events of :func:`fishtalk.conversation.changes`). This reads
+layer ``AgentSession`` is built on (:class:`fishtalk.engine.session.Session`'s documented commands
+and ``add_listener``, and the events of :func:`fishtalk.core.conversation.changes`). This reads
 their source: no private attribute of another object (``session._x``), no private name
 imported from another fishtalk module.
 """
@@ -51,7 +51,7 @@ def test_front_end_uses_only_public_names(path: Path) -> None:
 def test_the_scan_finds_a_back_door(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text(
-        "from fishtalk.session import _one_line\n"
+        "from fishtalk.engine.session import _one_line\n"
         "def f(session):\n"
         "    return session._state, self_like._x, super()._own\n",
         encoding="utf-8",

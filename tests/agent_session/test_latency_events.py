@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fishtalk import AgentSession, events
-from fishtalk.conversation import note
+from fishtalk.core.conversation import note
 from fishtalk.sim import SimInfo
 
 from .conftest import WAIT, options

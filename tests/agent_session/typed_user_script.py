@@ -11,7 +11,7 @@ import asyncio
 from pydantic import JsonValue
 
 from fishtalk import AgentSession, AudioDevices, SessionEndedError, ToolContext, events
-from fishtalk.errors import SessionApiError
+from fishtalk.core.errors import SessionApiError
 
 
 def get_time(params: dict[str, JsonValue], ctx: ToolContext) -> dict[str, str]:

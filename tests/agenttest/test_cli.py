@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.agenttest.spec import load_test
+from fishtalk.workbench.agenttest.spec import load_test
 
 from .conftest import EXAMPLES, FILES, SCENARIOS
 

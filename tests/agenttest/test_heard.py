@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.agenttest.command import exit_code
-from fishtalk.agenttest.report import json_report, junit_xml, summary_lines, write_reports
-from fishtalk.agenttest.runner import (
+from fishtalk.core.conversation.latency import Incomplete, Waterfall
+from fishtalk.sim import SimInfo
+from fishtalk.workbench.agenttest.command import exit_code
+from fishtalk.workbench.agenttest.report import json_report, junit_xml, summary_lines, write_reports
+from fishtalk.workbench.agenttest.runner import (
     HeardTurn,
     RunOptions,
     Target,
@@ -25,10 +27,8 @@ from fishtalk.agenttest.runner import (
     heard_budgets,
     run_tests,
 )
-from fishtalk.agenttest.spec import STARTER, Expect, TestFileError, parse_test
-from fishtalk.agenttest.wavmic import FRAME_BYTES, WavMicrophone, speech_end
-from fishtalk.conversation.latency import Incomplete, Waterfall
-from fishtalk.sim import SimInfo
+from fishtalk.workbench.agenttest.spec import STARTER, Expect, TestFileError, parse_test
+from fishtalk.workbench.agenttest.wavmic import FRAME_BYTES, WavMicrophone, speech_end
 
 from .conftest import FILES
 
@@ -309,7 +309,7 @@ def test_heard_figures_reach_the_json_report(sim: SimInfo, tmp_path: Path) -> No
         "[expect]\np95_heard = 60\n",
         "utf-8",
     )
-    from fishtalk.agenttest.spec import load_test
+    from fishtalk.workbench.agenttest.spec import load_test
 
     target = Target(None, api_url=sim.api_url, api_key=sim.dev_key)
     results = asyncio.run(run_tests([load_test(path)], target, RunOptions()))
@@ -330,7 +330,7 @@ def test_heard_figures_reach_the_json_report(sim: SimInfo, tmp_path: Path) -> No
         else:
             assert entry["heard_ms"] > 0
             assert entry["incomplete"] is None
-    import fishtalk.audio.base as base
+    import fishtalk.engine.audio.base as base
 
     if hasattr(base, "LatencyTaps"):
         # With the session's timing taps, a spoken reply is heard: figures, and they pass.

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk import conversation as conv
-from fishtalk.agenttest.command import exit_code
-from fishtalk.agenttest.report import json_report, junit_xml, result_lines, summary_lines
-from fishtalk.agenttest.runner import (
+from fishtalk.core import conversation as conv
+from fishtalk.workbench.agenttest.command import exit_code
+from fishtalk.workbench.agenttest.report import json_report, junit_xml, result_lines, summary_lines
+from fishtalk.workbench.agenttest.runner import (
     Failure,
     RunLimitError,
     RunOptions,
@@ -23,7 +23,7 @@ from fishtalk.agenttest.runner import (
     percentile,
     plan,
 )
-from fishtalk.agenttest.spec import STARTER, Expect, TestFileError, parse_test
+from fishtalk.workbench.agenttest.spec import STARTER, Expect, TestFileError, parse_test
 
 
 def error_of(text: str) -> str:
@@ -164,7 +164,7 @@ def test_live_view_shows_results_literally() -> None:
 
     from rich.console import Console
 
-    from fishtalk.agenttest.progress import LiveView, PlainView
+    from fishtalk.workbench.agenttest.progress import LiveView, PlainView
 
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=True, width=100, color_system=None)
@@ -190,7 +190,7 @@ def test_live_view_shows_results_literally() -> None:
 
 
 def test_a_spoken_turn_needs_a_usable_wav(tmp_path: Path) -> None:
-    from fishtalk.agenttest.spec import load_test
+    from fishtalk.workbench.agenttest.spec import load_test
 
     path = tmp_path / "t.toml"
     path.write_text('agent = "a"\n\n[[turns]]\nspeak = "missing.wav"\n', "utf-8")
@@ -207,7 +207,7 @@ def test_load_wav_resamples_to_the_session_rate(tmp_path: Path) -> None:
     import array
     import wave
 
-    from fishtalk.agenttest.wavmic import load_wav
+    from fishtalk.workbench.agenttest.wavmic import load_wav
 
     path = tmp_path / "s.wav"
     with wave.open(str(path), "wb") as wav:

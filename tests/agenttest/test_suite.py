@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.agenttest.runner import RunOptions, Target, TestResult, run_tests
-from fishtalk.agenttest.spec import Expect, load_test
 from fishtalk.sim import SimInfo
+from fishtalk.workbench.agenttest.runner import RunOptions, Target, TestResult, run_tests
+from fishtalk.workbench.agenttest.spec import Expect, load_test
 
 from .conftest import EXAMPLES, FILES, markers
 

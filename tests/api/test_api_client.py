@@ -1,4 +1,4 @@
-"""fishtalk.api.SessionClient against a real HTTP server on 127.0.0.1 (no mock transport)."""
+"""fishtalk.engine.api.SessionClient against a real HTTP server on 127.0.0.1 (no mock transport)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,7 @@ from api_stub import RawServer, Reply, ScriptedServer, grant_body
 from pydantic import SecretStr
 
 from fishtalk import __version__
-from fishtalk.api import (
-    MAX_BODY_BYTES,
-    LiveKitGrant,
-    SessionClient,
-    SessionOverrides,
-    SessionRequest,
-)
-from fishtalk.errors import (
+from fishtalk.core.errors import (
     EXIT_AUTH,
     EXIT_NOT_FOUND,
     EXIT_REJECTED,
@@ -48,6 +41,13 @@ from fishtalk.errors import (
     UnexpectedResponseError,
     UnsupportedMediaTypeError,
     UnsupportedTransportError,
+)
+from fishtalk.engine.api import (
+    MAX_BODY_BYTES,
+    LiveKitGrant,
+    SessionClient,
+    SessionOverrides,
+    SessionRequest,
 )
 
 KEY = "sk-fish-SECRET-0123456789abcdef"
@@ -572,7 +572,7 @@ async def test_connection_refused_is_retried_then_reported(
 ) -> None:
     url = f"http://127.0.0.1:{closed_port}"
     with (
-        caplog.at_level(logging.DEBUG, logger="fishtalk.api"),
+        caplog.at_level(logging.DEBUG, logger="fishtalk.engine.api"),
         pytest.raises(ApiConnectionError) as info,
     ):
         await create(SessionClient(url, api_key=KEY, **FAST))

@@ -16,8 +16,7 @@ from collections.abc import Iterator
 
 import audio_chain
 import pytest
-
-from fishtalk.testing.virtual_audio import VirtualAudio
+from support.virtual_audio import VirtualAudio
 
 
 @pytest.fixture(scope="session")

@@ -18,13 +18,12 @@ import sys
 from typing import Any
 
 import numpy as np
-
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
+from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 
 async def _scenario(va: VirtualAudio, kind: str) -> dict[str, Any]:
-    from fishtalk.audio.backend import SoundDeviceAudio, open_backend
-    from fishtalk.config import AudioSettings
+    from fishtalk.cli.config import AudioSettings
+    from fishtalk.engine.audio.backend import SoundDeviceAudio, open_backend
 
     notices: list[str] = []
     backend = open_backend(

@@ -15,12 +15,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from audio_signals import RATE, dominant_frequency, loud_samples, tone, wait_for
-
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
+from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 pytestmark = [pytest.mark.audio, pytest.mark.timeout(60)]
 
-Backend = Any  # fishtalk.audio.backend.SoundDeviceAudio, imported after the server is up
+Backend = Any  # fishtalk.engine.audio.backend.SoundDeviceAudio, imported after the server is up
 
 
 class MicTap:
@@ -58,9 +57,9 @@ async def open_audio(vaudio: VirtualAudio) -> AsyncIterator[Opener]:
     opened: list[Backend] = []
 
     async def _open(*, raw: bool = False, **kwargs: Any) -> Backend:
-        from fishtalk.audio.backend import SoundDeviceAudio, open_backend
-        from fishtalk.audio.devices import resolve_device
-        from fishtalk.config import AudioSettings
+        from fishtalk.cli.config import AudioSettings
+        from fishtalk.engine.audio.backend import SoundDeviceAudio, open_backend
+        from fishtalk.engine.audio.devices import resolve_device
 
         notices: list[str] = []
         if raw:

@@ -8,14 +8,13 @@ import sys
 import textwrap
 
 import pytest
-
-from fishtalk.testing.virtual_audio import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
+from support.virtual_audio import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
 
 pytestmark = [pytest.mark.audio, pytest.mark.timeout(60)]
 
 
 def test_list_devices_shows_the_virtual_chain(vaudio: VirtualAudio) -> None:
-    from fishtalk.audio.devices import list_devices
+    from fishtalk.engine.audio.devices import list_devices
 
     devices = list_devices()
     names = {d.name for d in devices}
@@ -29,7 +28,7 @@ def test_list_devices_shows_the_virtual_chain(vaudio: VirtualAudio) -> None:
 
 
 def test_resolve_by_index_and_name(vaudio: VirtualAudio) -> None:
-    from fishtalk.audio.devices import list_devices, resolve_device
+    from fishtalk.engine.audio.devices import list_devices, resolve_device
 
     devices = list_devices()
     index = {d.name: d.index for d in devices}
@@ -42,8 +41,8 @@ def test_resolve_by_index_and_name(vaudio: VirtualAudio) -> None:
 
 
 def test_no_match_lists_the_choices(vaudio: VirtualAudio) -> None:
-    from fishtalk.audio.devices import AudioDeviceError, resolve_device
-    from fishtalk.errors import EXIT_USAGE
+    from fishtalk.core.errors import EXIT_USAGE
+    from fishtalk.engine.audio.devices import AudioDeviceError, resolve_device
 
     with pytest.raises(AudioDeviceError) as caught:
         resolve_device("no such mic", "input")
@@ -61,7 +60,7 @@ def test_no_match_lists_the_choices(vaudio: VirtualAudio) -> None:
 
 
 def test_format_table_marks_defaults(vaudio: VirtualAudio) -> None:
-    from fishtalk.audio.devices import format_device_table, list_devices
+    from fishtalk.engine.audio.devices import format_device_table, list_devices
 
     table = format_device_table(list_devices())
     assert MIC in table
@@ -73,9 +72,9 @@ def test_format_table_marks_defaults(vaudio: VirtualAudio) -> None:
 def _run_open_backend(prelude: str, env: dict[str, str]) -> str:
     code = textwrap.dedent(prelude) + textwrap.dedent(
         """
-        from fishtalk.audio import open_backend
-        from fishtalk.audio.base import NullAudio
-        from fishtalk.config import AudioSettings
+        from fishtalk.engine.audio import open_backend
+        from fishtalk.engine.audio.base import NullAudio
+        from fishtalk.cli.config import AudioSettings
         backend = open_backend(AudioSettings())
         assert isinstance(backend, NullAudio), backend
         print(backend.description)
@@ -120,9 +119,9 @@ def test_missing_portaudio_gives_text_only(tmp_path: object) -> None:
 
 
 def test_disabled_gives_text_only() -> None:
-    from fishtalk.audio import open_backend
-    from fishtalk.audio.base import NullAudio
-    from fishtalk.config import AudioSettings
+    from fishtalk.cli.config import AudioSettings
+    from fishtalk.engine.audio import open_backend
+    from fishtalk.engine.audio.base import NullAudio
 
     backend = open_backend(AudioSettings(enabled=False))
     assert isinstance(backend, NullAudio)
@@ -131,9 +130,9 @@ def test_disabled_gives_text_only() -> None:
 
 
 def test_unknown_device_in_settings_gives_text_only_with_choices(vaudio: VirtualAudio) -> None:
-    from fishtalk.audio import open_backend
-    from fishtalk.audio.base import NullAudio
-    from fishtalk.config import AudioSettings
+    from fishtalk.cli.config import AudioSettings
+    from fishtalk.engine.audio import open_backend
+    from fishtalk.engine.audio.base import NullAudio
 
     backend = open_backend(AudioSettings(input_device="nope"))
     assert isinstance(backend, NullAudio)
@@ -142,7 +141,7 @@ def test_unknown_device_in_settings_gives_text_only_with_choices(vaudio: Virtual
 
 def test_importing_fishtalk_audio_loads_no_sounddevice() -> None:
     code = (
-        "import sys, fishtalk.audio, fishtalk.audio.base\n"
+        "import sys, fishtalk.engine.audio, fishtalk.engine.audio.base\n"
         "bad = {'sounddevice', 'numpy', 'livekit'} & set(sys.modules)\n"
         "assert not bad, bad\n"
     )
@@ -169,7 +168,7 @@ def test_devices_command_without_devices_or_library(tmp_path: object) -> None:
     assert (done.returncode, done.stdout) == (0, "no audio devices found\n")
     code = (
         "import sys; sys.modules['sounddevice'] = None\n"
-        "from fishtalk.cli import main; main(['devices'])\n"
+        "from fishtalk.cli.app import main; main(['devices'])\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env=env

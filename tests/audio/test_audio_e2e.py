@@ -15,16 +15,16 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from audio_signals import dominant_frequency, loud_samples, steady_frequency, tone
+from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
-from fishtalk.config import load_settings
-from fishtalk.conversation import State
-from fishtalk.launch import build_session, exit_code
-from fishtalk.paths import CONFIG_PATH_ENV
-from fishtalk.session import Session
+from fishtalk.cli.config import load_settings
+from fishtalk.cli.launch import build_session, exit_code
+from fishtalk.core.conversation import State
+from fishtalk.engine.paths import CONFIG_PATH_ENV
+from fishtalk.engine.session import Session
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import ToneVoice
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(90)]
 

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from fishtalk.audio.backend import _RENDER_RING_FRAMES, _Levels, _RenderRing
+from fishtalk.engine.audio.backend import _RENDER_RING_FRAMES, _Levels, _RenderRing
 
 
 def _sine(amplitude: float, n: int = 480) -> np.ndarray:

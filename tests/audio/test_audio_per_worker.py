@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
+from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 pytestmark = [pytest.mark.audio, pytest.mark.timeout(60)]
 

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from support.virtual_audio import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
 
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
-from fishtalk.testing.virtual_audio import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
 
 pytestmark = [pytest.mark.audio, pytest.mark.timeout(120)]
 
@@ -115,7 +115,7 @@ def test_help_documents_the_audio_flags(tmp_path: Path) -> None:
 def test_help_loads_no_sounddevice(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from fishtalk.cli import main\n"
+        "from fishtalk.cli.app import main\n"
         "try:\n"
         "    main(['chat', '--help'])\n"
         "except SystemExit:\n"

@@ -1,6 +1,6 @@
 """Heard latency at the device, checked by loopback on the virtual PulseAudio chain.
 
-The backend's timing taps (fishtalk.audio.base.LatencyTaps) say when a marked agent frame
+The backend's timing taps (fishtalk.engine.audio.base.LatencyTaps) say when a marked agent frame
 was handed to the output device and how long the device reports it takes to be heard,
 when a flush let the last agent sample leave, and when the user's speech ended at the
 microphone. Each figure is compared with what a second, independent sounddevice stream
@@ -22,8 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from audio_signals import RATE, wait_for
-
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, SPEAKER_MONITOR, VirtualAudio
+from support.virtual_audio import MIC, SPEAKER, SPEAKER_MONITOR, VirtualAudio
 
 pytestmark = [pytest.mark.audio, pytest.mark.timeout(60)]
 
@@ -73,7 +72,7 @@ class Tap:
 def tap(device: str) -> Iterator[Tap]:
     import sounddevice as sd
 
-    from fishtalk.audio.devices import resolve_device
+    from fishtalk.engine.audio.devices import resolve_device
 
     rec = Tap()
     stream = sd.InputStream(
@@ -97,8 +96,8 @@ def tap(device: str) -> Iterator[Tap]:
 @pytest.fixture
 async def speaker(vaudio: VirtualAudio) -> AsyncIterator[Any]:
     """The backend as shipped, on the virtual speaker only."""
-    from fishtalk.audio.backend import SoundDeviceAudio
-    from fishtalk.audio.devices import resolve_device
+    from fishtalk.engine.audio.backend import SoundDeviceAudio
+    from fishtalk.engine.audio.devices import resolve_device
 
     backend = SoundDeviceAudio(
         input_device=None, output_device=resolve_device(SPEAKER, "output"), use_input=False
@@ -197,9 +196,9 @@ async def test_the_flush_time_matches_the_end_of_sound_at_the_speaker_monitor(
 
 
 async def test_speech_ended_is_the_end_of_the_tone_at_the_microphone(vaudio: VirtualAudio) -> None:
-    from fishtalk.audio.backend import SoundDeviceAudio
-    from fishtalk.audio.devices import resolve_device
-    from fishtalk.audio.vad import HANGOVER_SECONDS
+    from fishtalk.engine.audio.backend import SoundDeviceAudio
+    from fishtalk.engine.audio.devices import resolve_device
+    from fishtalk.engine.audio.vad import HANGOVER_SECONDS
 
     backend = SoundDeviceAudio(  # as shipped: echo cancellation, noise suppression, gain
         input_device=resolve_device(MIC, "input"), output_device=None, use_output=False

@@ -16,17 +16,17 @@ from collections import defaultdict
 
 import pytest
 from audio_signals import tone
+from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
-from fishtalk import conversation as conv
-from fishtalk import observe
-from fishtalk.config import Settings, load_settings
-from fishtalk.launch import build_session
-from fishtalk.paths import CONFIG_PATH_ENV
-from fishtalk.session import Session
+from fishtalk.cli.config import Settings, load_settings
+from fishtalk.cli.launch import build_session
+from fishtalk.core import conversation as conv
+from fishtalk.engine import observe
+from fishtalk.engine.paths import CONFIG_PATH_ENV
+from fishtalk.engine.session import Session
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.speech import ECHO_TAIL
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(120)]
 

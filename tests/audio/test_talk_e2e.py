@@ -30,18 +30,18 @@ from dataclasses import dataclass
 import pytest
 from audio_signals import tone
 from livekit import rtc
+from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 from textual.pilot import Pilot
 
-from fishtalk.config import load_settings
-from fishtalk.conversation import Segment, State
-from fishtalk.launch import build_session
-from fishtalk.paths import CONFIG_PATH_ENV
-from fishtalk.session import Session
+from fishtalk.cli.config import load_settings
+from fishtalk.cli.launch import build_session
+from fishtalk.core.conversation import Segment, State
+from fishtalk.core.talk import NO_RELEASE
+from fishtalk.engine.paths import CONFIG_PATH_ENV
+from fishtalk.engine.session import Session
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.agent import SimAgent
 from fishtalk.sim.fish.scenario import parse_scenario
-from fishtalk.talk import NO_RELEASE
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.release_keys import ANSWER_WAIT, KeyReleased, ReleaseSupport
 

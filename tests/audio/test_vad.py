@@ -1,4 +1,4 @@
-"""The end-of-speech detector (fishtalk.audio.vad) on synthetic signals: pure, no devices."""
+"""The end-of-speech detector (fishtalk.engine.audio.vad) on synthetic signals: pure, no devices."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from fishtalk.audio.vad import HANGOVER_SECONDS, EnergyVad, is_audible
+from fishtalk.engine.audio.vad import HANGOVER_SECONDS, EnergyVad, is_audible
 
 RATE = 48_000
 FRAME = 480

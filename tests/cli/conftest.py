@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from fishtalk.cli import main
+from fishtalk.cli.app import main
 
 API_KEY = "sk-test-key-0123456789"
 TOKEN = "lk-join-token-SECRET"

@@ -80,7 +80,7 @@ def test_without_devices_device_names_complete_nothing(tmp_path: Path) -> None:
 
 @pytest.mark.audio
 def test_device_names_complete_from_portaudio(tmp_path: Path) -> None:
-    from fishtalk.testing.virtual_audio import MIC, MIC_FEED, SPEAKER
+    from support.virtual_audio import MIC, MIC_FEED, SPEAKER
 
     with audio_chain.for_a_child() as va:
         mics = complete("fishtalk chat --input-device ", tmp_path, **va.env)
@@ -125,7 +125,7 @@ def test_completing_a_profile_imports_nothing_heavy(tmp_path: Path) -> None:
         "import atexit, sys\n"
         "heavy = ('textual', 'livekit', 'numpy', 'sounddevice')\n"
         "atexit.register(lambda: print('HEAVY', [m for m in heavy if m in sys.modules]))\n"
-        "from fishtalk.cli import main\n"
+        "from fishtalk.cli.app import main\n"
         "main()\n"
     )
     done = subprocess.run(

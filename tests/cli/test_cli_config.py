@@ -140,7 +140,7 @@ HEAVY = ("textual", "livekit", "numpy", "sounddevice", "httpx", "asyncio")
 def test_help_and_version_import_nothing_heavy(argv: list[str]) -> None:
     probe = (
         "import json, sys\n"
-        "from fishtalk.cli import main\n"
+        "from fishtalk.cli.app import main\n"
         "try:\n"
         f"    main({argv!r})\n"
         "except SystemExit as exc:\n"

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.core import TyperGroup
 
-from fishtalk.cli import app
+from fishtalk.cli.app import app
 
 Run = Callable[..., Any]  # the run_cli fixture (returns conftest.CliResult)
 TYPE_PLACEHOLDERS = ("<bool>", "<str>", "<int>", "<float>", "<file>", "<path>")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from fishtalk.config import ConfigError, load_settings
-from fishtalk.errors import EXIT_USAGE
+from fishtalk.cli.config import ConfigError, load_settings
+from fishtalk.core.errors import EXIT_USAGE
 
 Run = Callable[..., Any]  # the run_cli fixture
 
@@ -194,7 +194,7 @@ def test_agent_flag_close_to_a_profile_notes_it(
 
 
 def test_profile_tools_limit_what_is_offered(config: Path) -> None:
-    from fishtalk.tools.build import build_registry
+    from fishtalk.engine.tools.build import build_registry
 
     everything = build_registry(load_settings(config, env={}))
     assert {"notify", "open_url"} <= set(everything.names())
@@ -203,7 +203,7 @@ def test_profile_tools_limit_what_is_offered(config: Path) -> None:
 
 
 def test_profile_offering_an_unknown_tool_is_a_config_error(tmp_path: Path) -> None:
-    from fishtalk.tools.build import build_registry
+    from fishtalk.engine.tools.build import build_registry
 
     path = tmp_path / "c.toml"
     path.write_text(

@@ -1,4 +1,4 @@
-"""CLI messages go through fishtalk.text too: an error line never carries a raw control or
+"""CLI messages go through fishtalk.core.text too: an error line never carries a raw control or
 bidi character, whatever the user or the server put in it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fishtalk.text import is_dangerous
+from fishtalk.core.text import is_dangerous
 
 Run = Callable[..., Any]  # the run_cli fixture
 

@@ -1,4 +1,4 @@
-"""The one exit-code table (fishtalk.errors) against the README's "Exit codes" table.
+"""The one exit-code table (fishtalk.core.errors) against the README's "Exit codes" table.
 
 Every end reason and every error class is walked: its code must be a row of the README's
 table, and that row must describe it (a phrase the row has to contain).
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import fishtalk
-from fishtalk import conversation as conv
-from fishtalk import errors
-from fishtalk.errors import EXIT_BY_END_REASON, FishtalkError, exit_code_for
+from fishtalk.core import conversation as conv
+from fishtalk.core import errors
+from fishtalk.core.errors import EXIT_BY_END_REASON, FishtalkError, exit_code_for
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -144,7 +144,7 @@ def test_the_scripted_session_and_the_real_one_share_the_table() -> None:
     """The TUI's scripted session once said 0 for unsupported_transport (README: 6)."""
     import asyncio
 
-    from fishtalk.testing.scripted import ScriptedSession
+    from support.scripted import ScriptedSession
 
     session = ScriptedSession()
     session.feed(conv.ConnectFailed(at=0.0, code=errors.END_UNSUPPORTED_TRANSPORT, detail="x"))
@@ -183,8 +183,8 @@ def test_grant_refusals_are_not_api_failures() -> None:
 
 
 def test_the_tree_is_drawn_once() -> None:
-    import fishtalk.api
+    import fishtalk.engine.api
 
     assert "SessionApiError" in (errors.__doc__ or "")
     assert "ApiTransportError" in (errors.__doc__ or "")
-    assert "├──" not in (fishtalk.api.__doc__ or "")
+    assert "├──" not in (fishtalk.engine.api.__doc__ or "")

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 import pytest
 
-from fishtalk import conversation as c
-from fishtalk.protocol import (
+from fishtalk.core import conversation as c
+from fishtalk.core.protocol import (
     ATTR_AGENT_STATE,
     AgentError,
     ClientToolCall,
@@ -1117,7 +1117,9 @@ def test_the_reducers_copy_is_a_shallow_copy_of_every_slot() -> None:
     import dataclasses
     import importlib
 
-    red = importlib.import_module("fishtalk.conversation.reduce")  # the package's name is taken
+    red = importlib.import_module(
+        "fishtalk.core.conversation.reduce"
+    )  # the package's name is taken
 
     state = c.initial_state()
     for obj in (state, state._internal, state.clock, state.latency, state._internal.debug):

@@ -5,8 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from fishtalk import conversation as c
-from fishtalk.protocol import ATTR_AGENT_STATE, AgentError, SessionEnded, ToolCompleted, ToolStarted
+from fishtalk.core import conversation as c
+from fishtalk.core.protocol import (
+    ATTR_AGENT_STATE,
+    AgentError,
+    SessionEnded,
+    ToolCompleted,
+    ToolStarted,
+)
 
 ME = "user-1"
 AGENT = "agent"

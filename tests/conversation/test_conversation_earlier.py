@@ -3,8 +3,8 @@ and failed tool calls, so a summary of a long call is right."""
 
 from __future__ import annotations
 
-from fishtalk import conversation as c
-from fishtalk.protocol import ATTR_AGENT_STATE, ToolCompleted, ToolFailed, ToolStarted
+from fishtalk.core import conversation as c
+from fishtalk.core.protocol import ATTR_AGENT_STATE, ToolCompleted, ToolFailed, ToolStarted
 
 ME = "user-1234abcd"
 AGENT = "agent"

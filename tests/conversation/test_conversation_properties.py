@@ -7,8 +7,8 @@ import dataclasses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fishtalk import conversation as c
-from fishtalk.protocol import (
+from fishtalk.core import conversation as c
+from fishtalk.core.protocol import (
     ATTR_AGENT_STATE,
     AgentError,
     ClientToolCall,

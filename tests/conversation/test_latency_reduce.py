@@ -7,8 +7,8 @@ import dataclasses
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from fishtalk import conversation as c
-from fishtalk.protocol import ATTR_AGENT_STATE
+from fishtalk.core import conversation as c
+from fishtalk.core.protocol import ATTR_AGENT_STATE
 
 ME = "user-1"
 AGENT = "agent"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from fishtalk import conversation as c
+from fishtalk.core import conversation as c
 
 
 def heard_turn(turn: int = 1, heard: float = 0.82) -> c.Waterfall:

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fishtalk.journal.audio import AudioRecorder
-from fishtalk.observe import AudioFrame
+from fishtalk.engine.journal.audio import AudioRecorder
+from fishtalk.engine.observe import AudioFrame
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 

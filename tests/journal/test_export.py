@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.cli import main
-from fishtalk.journal.export import FORMATS, render
-from fishtalk.journal.reader import JournalError, read_journal, summarise
+from fishtalk.cli.app import main
+from fishtalk.engine.journal.reader import JournalError, read_journal, summarise
+from fishtalk.workbench.journal.export import FORMATS, render
 
 HERE = Path(__file__).parent
 FIXTURE = HERE / "data" / "everything.jsonl"
@@ -229,7 +229,8 @@ def test_replay_prints_the_session_as_line_mode_did(capsys: pytest.CaptureFixtur
 def test_replay_keeps_the_original_timing_scaled_by_speed() -> None:
     import io
 
-    from fishtalk.journal.replay import play_plain, states
+    from fishtalk.plain.replay import play_plain
+    from fishtalk.workbench.journal.replay import states
 
     journal = read_journal(FIXTURE)
     times = [t for t, _ in states(journal)]

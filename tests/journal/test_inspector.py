@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from support.scripted import ScriptedSession
 from textual.widgets import OptionList, Static
 
-from fishtalk import conversation as conv
-from fishtalk import observe
-from fishtalk.testing.scripted import ScriptedSession
+from fishtalk.core import conversation as conv
+from fishtalk.engine import observe
 from fishtalk.tui.app import FishtalkApp
 
 

@@ -184,8 +184,8 @@ async def test_a_session_writes_a_complete_private_journal(sim: SimHandle, tmp_p
     assert end["reason"] in ("agent_hangup", "user_hangup")  # EOF hangs up once answered
 
     # Played back, the journal prints what line mode printed live.
-    from fishtalk.journal.reader import read_journal
-    from fishtalk.journal.replay import play_plain
+    from fishtalk.engine.journal.reader import read_journal
+    from fishtalk.plain.replay import play_plain
 
     replayed = io.StringIO()
     play_plain(read_journal(path), replayed, speed=0)
@@ -286,9 +286,9 @@ CHANGED = parse_scenario(
 
 
 async def test_two_runs_export_in_every_format_and_diff(tmp_path: Path) -> None:
-    from fishtalk.journal.compare import diff
-    from fishtalk.journal.export import FORMATS, render
-    from fishtalk.journal.reader import read_journal, summarise
+    from fishtalk.engine.journal.reader import read_journal, summarise
+    from fishtalk.workbench.journal.compare import diff
+    from fishtalk.workbench.journal.export import FORMATS, render
 
     journals = []
     async with run_sim(scenarios={"everything": EVERYTHING, "changed": CHANGED}) as sim:

@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fishtalk import conversation as conv
-from fishtalk import observe
-from fishtalk.journal.compare import diff, format_diff
-from fishtalk.journal.export import render, to_data
-from fishtalk.journal.reader import read_journal, summarise
-from fishtalk.journal.replay import inputs, states
-from fishtalk.journal.writer import JournalWriter
-from fishtalk.protocol import ATTR_AGENT_STATE
+from fishtalk.core import conversation as conv
+from fishtalk.core.protocol import ATTR_AGENT_STATE
+from fishtalk.engine import observe
+from fishtalk.engine.journal.reader import read_journal, summarise
+from fishtalk.engine.journal.writer import JournalWriter
+from fishtalk.workbench.journal.compare import diff, format_diff
+from fishtalk.workbench.journal.export import render, to_data
+from fishtalk.workbench.journal.replay import inputs, states
 
 ME = "user-1"
 AGENT = "agent"

@@ -21,16 +21,16 @@ from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from fishtalk import conversation as conv
-from fishtalk.journal.reader import read_journal, summarise
-from fishtalk.journal.replay import states
-from fishtalk.journal.replay_session import ReplaySession
+from fishtalk.core import conversation as conv
+from fishtalk.engine.journal.reader import read_journal, summarise
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.replay import REPLAY_KEYS, ReplayApp
 from fishtalk.tui.screens.help import HelpScreen
 from fishtalk.tui.widgets.latency import Badges
 from fishtalk.tui.widgets.tools import ToolPanel
 from fishtalk.tui.widgets.transcript import Transcript, render_segment
+from fishtalk.workbench.journal.replay import states
+from fishtalk.workbench.journal.replay_session import ReplaySession
 
 FIXTURE = Path(__file__).parent / "data" / "everything.jsonl"
 

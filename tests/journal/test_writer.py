@@ -12,13 +12,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from fishtalk import conversation as conv
-from fishtalk import observe
-from fishtalk.audio.base import AudioLevels
-from fishtalk.journal.writer import JournalWriter, Retention, journal_files, prune
-from fishtalk.protocol import ClientToolCall
-from fishtalk.tools.registry import ApprovalRequest
-from fishtalk.tools.runner import ToolOutcome
+from fishtalk.core import conversation as conv
+from fishtalk.core.protocol import ClientToolCall
+from fishtalk.engine import observe
+from fishtalk.engine.audio.base import AudioLevels
+from fishtalk.engine.journal.writer import JournalWriter, Retention, journal_files, prune
+from fishtalk.engine.tools.registry import ApprovalRequest
+from fishtalk.engine.tools.runner import ToolOutcome
 
 WAIT = 10.0
 
@@ -171,8 +171,8 @@ def test_malformed_packets_keep_a_bounded_preview(tmp_path: Path) -> None:
 CRASH = """
 import json, os, sys, time
 from pathlib import Path
-from fishtalk import conversation as conv
-from fishtalk.journal.writer import JournalWriter
+from fishtalk.core import conversation as conv
+from fishtalk.engine.journal.writer import JournalWriter
 path = Path(sys.argv[1])
 writer = JournalWriter(path, agent_id="crash")
 for i in range(50):
@@ -212,7 +212,7 @@ def test_prune_keeps_the_newest_sessions_and_bytes(tmp_path: Path) -> None:
 
 def test_a_cancelled_session_still_reports_its_end(tmp_path: Path) -> None:
     """Cancelling run() (Ctrl-C in the TUI) hangs up; the journal still gets the end."""
-    from fishtalk.session import Session
+    from fishtalk.engine.session import Session
 
     seen: list[observe.Observation] = []
 

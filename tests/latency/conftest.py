@@ -1,7 +1,7 @@
 """Fixtures for the heard-latency tests: a private PulseAudio server for this module.
 
-The end-to-end tests drive the real session (:class:`fishtalk.session.Session`) against
-the sim agent through the virtual device chain of :mod:`fishtalk.testing.virtual_audio`:
+The end-to-end tests drive the real session (:class:`fishtalk.engine.session.Session`) against
+the sim agent through the virtual device chain of :mod:`support.virtual_audio`:
 the agent's voice comes out of the virtual speaker, and speech played into the virtual
 mic reaches the agent. Like tests/audio they need the network namespace and PulseAudio::
 
@@ -18,8 +18,7 @@ from collections.abc import Iterator
 
 import audio_chain
 import pytest
-
-from fishtalk.testing.virtual_audio import VirtualAudio
+from support.virtual_audio import VirtualAudio
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 The sim agent's timings are set per scenario (``think_seconds``,
 ``first_audio_delay_seconds``; see :mod:`fishtalk.sim.fish.scenario`), so what the agent
 adds to a turn is known. The session measures each turn on its own clock
-(:class:`fishtalk.conversation.Waterfall` in ``state.latency``); every figure it reports
+(:class:`fishtalk.core.conversation.Waterfall` in ``state.latency``); every figure it reports
 must be at least what was injected, because nothing can come sooner than the agent sends
 it, and at most ``TOLERANCE`` above it.
 
@@ -37,18 +37,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
-from fishtalk import conversation as conv
-from fishtalk import observe
-from fishtalk.config import load_settings
-from fishtalk.conversation import State, Waterfall
-from fishtalk.launch import build_session
-from fishtalk.paths import CONFIG_PATH_ENV
-from fishtalk.session import TAIL_AFTER_TEXT, Session
+from fishtalk.cli.config import load_settings
+from fishtalk.cli.launch import build_session
+from fishtalk.core import conversation as conv
+from fishtalk.core.conversation import State, Waterfall
+from fishtalk.engine import observe
+from fishtalk.engine.paths import CONFIG_PATH_ENV
+from fishtalk.engine.session import TAIL_AFTER_TEXT, Session
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import Scenario, parse_scenario
 from fishtalk.sim.fish.voice import SpeechDetector, ToneVoice, silence, tone
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(120)]
 

@@ -13,12 +13,12 @@ from collections.abc import Callable
 
 from pydantic import JsonValue
 
-from fishtalk.config import Settings
-from fishtalk.launch import build_session
-from fishtalk.plain import PlainChat
-from fishtalk.protocol import ClientToolCall
-from fishtalk.tools import ToolContext, ToolOutcome, ToolRegistry, ToolRunner
-from fishtalk.tools.approval import require_approval
+from fishtalk.cli.config import Settings
+from fishtalk.cli.launch import build_session
+from fishtalk.core.protocol import ClientToolCall
+from fishtalk.engine.tools import ToolContext, ToolOutcome, ToolRegistry, ToolRunner
+from fishtalk.engine.tools.approval import require_approval
+from fishtalk.plain.line import PlainChat
 
 
 def _chat() -> tuple[PlainChat, io.StringIO]:

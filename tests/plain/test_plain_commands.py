@@ -20,11 +20,11 @@ import pytest
 from line_mode import chat_env, start_chat
 from livekit import rtc
 
-from fishtalk import conversation as conv
-from fishtalk.config import Settings
-from fishtalk.launch import build_session, exit_code
-from fishtalk.plain import PlainChat
-from fishtalk.session import Session
+from fishtalk.cli.config import Settings
+from fishtalk.cli.launch import build_session, exit_code
+from fishtalk.core import conversation as conv
+from fishtalk.engine.session import Session
+from fishtalk.plain.line import PlainChat
 from fishtalk.sim import SimAgent, SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk import conversation as conv
-from fishtalk import protocol as p
-from fishtalk.metrics import MetricsFile
-from fishtalk.plain import PlainRenderer
+from fishtalk.core import conversation as conv
+from fishtalk.core import protocol as p
+from fishtalk.engine.metrics import MetricsFile
+from fishtalk.plain.line import PlainRenderer
 
 
 def _script(latency: bool) -> tuple[str, conv.State]:

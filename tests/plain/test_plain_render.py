@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import io
 
-from fishtalk import conversation as conv
-from fishtalk import protocol as p
-from fishtalk.config import Settings
-from fishtalk.errors import exit_code_for
-from fishtalk.launch import build_session, exit_code
-from fishtalk.plain import PlainChat, PlainRenderer, _answered, clean
+from fishtalk.cli.config import Settings
+from fishtalk.cli.launch import build_session, exit_code
+from fishtalk.core import conversation as conv
+from fishtalk.core import protocol as p
+from fishtalk.core.errors import exit_code_for
+from fishtalk.plain.line import PlainChat, PlainRenderer, _answered, clean
 
 
 def test_clean_strips_escapes_and_controls() -> None:

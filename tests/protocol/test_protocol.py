@@ -18,9 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fishtalk import protocol
-from fishtalk.api import LiveKitGrant, parse_grant
-from fishtalk.protocol import (
+from fishtalk.core import protocol
+from fishtalk.core.protocol import (
     AgentError,
     ClientToolCall,
     ClientToolResult,
@@ -39,6 +38,7 @@ from fishtalk.protocol import (
     encode_agent_event,
     encode_client_event,
 )
+from fishtalk.engine.api import LiveKitGrant, parse_grant
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 

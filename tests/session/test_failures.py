@@ -14,9 +14,9 @@ import time
 import pytest
 from session_harness import FAST_SLACK, WAIT, Sim, exit_code, until
 
-from fishtalk.config import Settings
-from fishtalk.launch import build_session
-from fishtalk.session import Timeouts
+from fishtalk.cli.config import Settings
+from fishtalk.cli.launch import build_session
+from fishtalk.engine.session import Timeouts
 
 pytestmark = pytest.mark.webrtc
 
@@ -53,10 +53,10 @@ _NO_NETWORK_SCRIPT = textwrap.dedent(
     """
     import asyncio, subprocess, sys, time
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    from fishtalk.config import Settings
-    from fishtalk.errors import exit_code_for
-    from fishtalk.launch import build_session
-    from fishtalk.session import Timeouts
+    from fishtalk.cli.config import Settings
+    from fishtalk.core.errors import exit_code_for
+    from fishtalk.cli.launch import build_session
+    from fishtalk.engine.session import Timeouts
     from fishtalk.sim import run_sim
 
     async def main():
@@ -74,9 +74,9 @@ _NO_NETWORK_SCRIPT = textwrap.dedent(
             print(f"{elapsed:.2f}")
 
     asyncio.run(main())
-    # Leave as the CLI does (see fishtalk.native.exit_process): no interpreter finalization
+    # Leave as the CLI does (see fishtalk.engine.native.exit_process): no interpreter finalization
     # racing the SDK's native threads.
-    from fishtalk.native import exit_process
+    from fishtalk.engine.native import exit_process
     exit_process(0)
     """
 )

@@ -9,10 +9,10 @@ import contextlib
 import pytest
 from session_harness import WAIT, until
 
-from fishtalk import conversation as conv
-from fishtalk import observe
-from fishtalk.config import Settings
-from fishtalk.launch import build_session
+from fishtalk.cli.config import Settings
+from fishtalk.cli.launch import build_session
+from fishtalk.core import conversation as conv
+from fishtalk.engine import observe
 from fishtalk.sim import SimHandle
 from fishtalk.sim.fish.scenario import parse_scenario
 

@@ -12,12 +12,12 @@ import pytest
 from livekit import rtc
 from session_harness import WAIT, exit_code, until
 
-from fishtalk.audio.base import SAMPLES_PER_FRAME, AudioLevels, NoticeCallback
-from fishtalk.config import Settings
-from fishtalk.launch import build_session
+from fishtalk.cli.config import Settings
+from fishtalk.cli.launch import build_session
+from fishtalk.engine.audio.base import SAMPLES_PER_FRAME, AudioLevels, NoticeCallback
+from fishtalk.engine.tools import ToolContext, ToolRegistry, ToolRunner
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import Scenario, parse_scenario
-from fishtalk.tools import ToolContext, ToolRegistry, ToolRunner
 
 pytestmark = pytest.mark.webrtc
 

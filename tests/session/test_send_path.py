@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from session_harness import WAIT, Sim, until
 
-from fishtalk import protocol as p
-from fishtalk.observe import PacketOut
-from fishtalk.session import Session
+from fishtalk.core import protocol as p
+from fishtalk.engine.observe import PacketOut
+from fishtalk.engine.session import Session
 
 pytestmark = pytest.mark.webrtc
 
@@ -85,7 +85,7 @@ async def test_a_typed_turn_on_an_idle_link_leaves_before_it_is_reduced(
     """The bytes first, the bookkeeping after: when the reducer would send the turn at
     once, the publish is handed to the SDK before the reduction (observers see the input
     just before it is reduced), and the reducer's own send of it is not repeated."""
-    from fishtalk import conversation as conv
+    from fishtalk.core import conversation as conv
 
     session, run, agent, _ = await sim.connected()
     published = _record_publishes(session, monkeypatch)

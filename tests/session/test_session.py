@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from session_harness import WAIT, Sim, exit_code, until
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 
 pytestmark = pytest.mark.webrtc
 

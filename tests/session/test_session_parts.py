@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import SecretStr
 
-from fishtalk import conversation as conv
-from fishtalk.api import LiveKitGrant, SessionRequest
-from fishtalk.audio.base import AudioBackend, NullAudio
-from fishtalk.config import ConfigError, Settings
-from fishtalk.errors import NotFoundError, exit_code_for
-from fishtalk.launch import audio_factory, build_session, grant_source, session_request
-from fishtalk.session import (
+from fishtalk.cli.config import ConfigError, Settings
+from fishtalk.cli.launch import audio_factory, build_session, grant_source, session_request
+from fishtalk.core import conversation as conv
+from fishtalk.core.errors import NotFoundError, exit_code_for
+from fishtalk.engine.api import LiveKitGrant, SessionRequest
+from fishtalk.engine.audio.base import AudioBackend, NullAudio
+from fishtalk.engine.session import (
     DEFAULT_TIMEOUTS,
     CreateSession,
     ReadyGrant,

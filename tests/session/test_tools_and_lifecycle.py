@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from session_harness import FAST_SLACK, SHORT, WAIT, ScriptedAgent, Sim, exit_code, until
 
-from fishtalk import protocol as p
-from fishtalk.tools import ToolContext, ToolRegistry, ToolRunner
+from fishtalk.core import protocol as p
+from fishtalk.engine.tools import ToolContext, ToolRegistry, ToolRunner
 
 pytestmark = pytest.mark.webrtc
 

@@ -18,7 +18,7 @@ import httpx
 import numpy as np
 from livekit import rtc
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 from fishtalk.sim import SimHandle
 from fishtalk.sim.fish.voice import FRAME_SAMPLES, SAMPLE_RATE, rms_dbfs, silence, tone
 

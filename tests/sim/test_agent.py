@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 from livekit import rtc
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import ToneVoice

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import (
     BUILTIN,

@@ -14,10 +14,7 @@ import aiohttp
 import pytest
 from livekit import rtc
 from livekit.protocol import rtc as signal
-
-from fishtalk.protocol import ATTR_AGENT_STATE, TOPIC_TRANSCRIPTION
-from fishtalk.sim.livekit.server import SimServer
-from fishtalk.testing.sim_clients import (
+from support.sim_clients import (
     Client,
     Events,
     RoomFactory,
@@ -27,6 +24,9 @@ from fishtalk.testing.sim_clients import (
     tone_frequency,
     wait_until,
 )
+
+from fishtalk.core.protocol import ATTR_AGENT_STATE, TOPIC_TRANSCRIPTION
+from fishtalk.sim.livekit.server import SimServer
 
 pytestmark = pytest.mark.webrtc
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-
-from fishtalk.testing.sim_clients import dominant_frequency, tone_frequency
+from support.sim_clients import dominant_frequency, tone_frequency
 
 
 def _sine(frequency: float, seconds: float, rate: int = 48000) -> np.ndarray:

@@ -33,7 +33,7 @@ from typing import Any, cast
 
 import pytest
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
 from fishtalk.sim.fish.scenario import (

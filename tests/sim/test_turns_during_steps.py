@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import builtin_scenario, parse_scenario
 from fishtalk.sim.fish.voice import ToneVoice

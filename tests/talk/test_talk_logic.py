@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.config import ConfigError, load_settings
-from fishtalk.talk import (
+from fishtalk.cli.config import ConfigError, load_settings
+from fishtalk.core.talk import (
     ASK_FOR_RELEASES,
     NO_RELEASE,
     KeyEvent,

@@ -24,13 +24,13 @@ from collections.abc import AsyncIterator, Callable, Iterator
 
 import audio_chain
 import pytest
+from support.virtual_audio import VirtualAudio
 
-from fishtalk.conversation import ACTIVITY_THROTTLE
+from fishtalk.core.conversation import ACTIVITY_THROTTLE
+from fishtalk.core.talk import ASK_FOR_RELEASES
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.agent import SimAgent
 from fishtalk.sim.fish.scenario import parse_scenario
-from fishtalk.talk import ASK_FOR_RELEASES
-from fishtalk.testing.virtual_audio import VirtualAudio
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(120)]
 

@@ -15,11 +15,11 @@ import pytest
 from session_harness import WAIT, Sim, until
 from test_tools_command import gone
 
-from fishtalk import protocol as p
-from fishtalk.config import Settings, ToolDecl
-from fishtalk.tools import ApprovalRequest
-from fishtalk.tools.build import build_runner
-from fishtalk.tools.builtins import BuiltinOptions
+from fishtalk.cli.config import Settings, ToolDecl
+from fishtalk.core import protocol as p
+from fishtalk.engine.tools import ApprovalRequest
+from fishtalk.engine.tools.build import build_runner
+from fishtalk.engine.tools.builtins import BuiltinOptions
 
 pytestmark = pytest.mark.webrtc
 

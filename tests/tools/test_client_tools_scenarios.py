@@ -20,18 +20,18 @@ import pytest
 from session_harness import WAIT, ScriptedAgent, Sim
 from test_client_tools_config import wait_gone, wait_pids
 
-from fishtalk import protocol as p
-from fishtalk.config import Settings, ToolDecl, load_settings
-from fishtalk.host import HostLink
-from fishtalk.launch import build_session, tool_runner
-from fishtalk.paths import CONFIG_PATH_ENV
-from fishtalk.session import Session
+from fishtalk.cli.config import Settings, ToolDecl, load_settings
+from fishtalk.cli.launch import build_session, tool_runner
+from fishtalk.core import protocol as p
+from fishtalk.engine.host import HostLink
+from fishtalk.engine.paths import CONFIG_PATH_ENV
+from fishtalk.engine.session import Session
+from fishtalk.engine.tools import ApprovalRequest
+from fishtalk.engine.tools.build import build_runner
+from fishtalk.engine.tools.builtins import BuiltinOptions
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import Pcm, tone
-from fishtalk.tools import ApprovalRequest
-from fishtalk.tools.build import build_runner
-from fishtalk.tools.builtins import BuiltinOptions
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.run import TuiHost
 from fishtalk.tui.screens.approve import ApprovalScreen

@@ -13,13 +13,13 @@ from typing import TextIO
 
 import pytest
 
-from fishtalk.tools.approval import (
+from fishtalk.engine.tools.approval import (
     approve_all,
     choose_approver,
     is_terminal,
     terminal_approver,
 )
-from fishtalk.tools.registry import ApprovalRequest
+from fishtalk.engine.tools.registry import ApprovalRequest
 
 REQUEST = ApprovalRequest(call_id="c1", tool_name="touch", params={"a": 1})
 

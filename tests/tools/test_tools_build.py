@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.config import ConfigError, Settings, ToolDecl
-from fishtalk.protocol import ClientToolCall
-from fishtalk.tools.build import build_registry, build_runner, describe_tools
-from fishtalk.tools.registry import ApprovalRequest
-from fishtalk.tools.runner import ToolRunner
+from fishtalk.cli.config import ConfigError, Settings, ToolDecl
+from fishtalk.core.protocol import ClientToolCall
+from fishtalk.engine.tools.build import build_registry, build_runner, describe_tools
+from fishtalk.engine.tools.registry import ApprovalRequest
+from fishtalk.engine.tools.runner import ToolRunner
 
 PLUGIN_MODULE = '''
 import asyncio
@@ -202,7 +202,7 @@ def test_config_and_tools_import_no_front_end_or_media() -> None:
 
     probe = (
         "import json, sys\n"
-        "import fishtalk.config, fishtalk.paths, fishtalk.tools.build\n"
+        "import fishtalk.cli.config, fishtalk.engine.paths, fishtalk.engine.tools.build\n"
         "heavy = ('textual', 'livekit', 'numpy', 'sounddevice')\n"
         "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
     )

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from pydantic import JsonValue
 
-from fishtalk.protocol import ClientToolCall
-from fishtalk.tools.builtins import BUILTINS, BuiltinOptions, make_builtin
-from fishtalk.tools.registry import ApprovalRequest, Approver, ToolRegistry
-from fishtalk.tools.runner import ToolOutcome, ToolRunner
+from fishtalk.core.protocol import ClientToolCall
+from fishtalk.engine.tools.builtins import BUILTINS, BuiltinOptions, make_builtin
+from fishtalk.engine.tools.registry import ApprovalRequest, Approver, ToolRegistry
+from fishtalk.engine.tools.runner import ToolOutcome, ToolRunner
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ async def test_notify_bell_and_toast_hook(pty_pair: tuple[int, str]) -> None:
     outcome = await call("notify", {"title": "Done", "message": "\x1b[2Jbuild ok"}, options)
     assert outcome.status == "ok", outcome.error
     assert read_all(master) == b"\x07"
-    assert toasts == [("Done", "build ok")]  # escape sequences removed whole (fishtalk.text)
+    assert toasts == [("Done", "build ok")]  # escape sequences removed whole (fishtalk.core.text)
 
 
 async def test_get_local_context(

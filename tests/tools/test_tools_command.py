@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from pydantic import JsonValue
 
-from fishtalk.protocol import ClientToolCall
-from fishtalk.tools.command import MAX_OUTPUT_BYTES, CommandSpec, CommandTool
-from fishtalk.tools.registry import ApprovalRequest, ToolContext, ToolRegistry
-from fishtalk.tools.runner import ToolOutcome, ToolRunner
+from fishtalk.core.protocol import ClientToolCall
+from fishtalk.engine.tools.command import MAX_OUTPUT_BYTES, CommandSpec, CommandTool
+from fishtalk.engine.tools.registry import ApprovalRequest, ToolContext, ToolRegistry
+from fishtalk.engine.tools.runner import ToolOutcome, ToolRunner
 
 PY = sys.executable
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from fishtalk import conversation as conv
-from fishtalk.protocol import ClientToolCall, decode_client_event, encode_client_event
-from fishtalk.tools import (
+from fishtalk.core import conversation as conv
+from fishtalk.core.protocol import ClientToolCall, decode_client_event, encode_client_event
+from fishtalk.engine.tools import (
     MAX_RESULT_BYTES,
     ToolContext,
     ToolDeclined,
@@ -339,7 +339,7 @@ async def test_approver_reaches_the_handler() -> None:
         return True
 
     async def handler(params: dict[str, Any], ctx: ToolContext) -> str:
-        from fishtalk.tools import ApprovalRequest
+        from fishtalk.engine.tools import ApprovalRequest
 
         assert ctx.approver is not None
         ok = await ctx.approver(ApprovalRequest(ctx.call_id, ctx.tool_name, params))

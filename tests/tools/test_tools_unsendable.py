@@ -10,20 +10,20 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from fishtalk.config import Settings, load_settings
-from fishtalk.launch import DEMO_BUILTINS, demo_settings
-from fishtalk.paths import CONFIG_PATH_ENV
-from fishtalk.protocol import (
+from fishtalk.cli.config import Settings, load_settings
+from fishtalk.cli.launch import DEMO_BUILTINS, demo_settings
+from fishtalk.core.protocol import (
     ClientToolCall,
     ClientToolResult,
     decode_client_event,
     encode_client_event,
 )
+from fishtalk.engine.paths import CONFIG_PATH_ENV
+from fishtalk.engine.tools import ToolContext, ToolError, ToolRegistry, ToolRunner
+from fishtalk.engine.tools.build import build_registry
+from fishtalk.engine.tools.builtins import BuiltinOptions, make_builtin
+from fishtalk.engine.tools.command import CommandSpec, CommandTool
 from fishtalk.sim.fish.scenario import BUILTIN, CallClientTool, load_scenario
-from fishtalk.tools import ToolContext, ToolError, ToolRegistry, ToolRunner
-from fishtalk.tools.build import build_registry
-from fishtalk.tools.builtins import BuiltinOptions, make_builtin
-from fishtalk.tools.command import CommandSpec, CommandTool
 
 
 async def run_one(handler: Any, *, expects_response: bool = True) -> Any:

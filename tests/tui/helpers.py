@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from support.scripted import ScriptedSession
 from textual.message import Message
 from textual.pilot import Pilot
 
-from fishtalk import conversation as c
-from fishtalk.audio.base import NullAudio
-from fishtalk.conversation.latency import Incomplete
-from fishtalk.protocol import (
+from fishtalk.core import conversation as c
+from fishtalk.core.conversation.latency import Incomplete
+from fishtalk.core.protocol import (
     ATTR_AGENT_STATE,
     ClientToolCall,
     ToolCompleted,
     ToolFailed,
     ToolStarted,
 )
-from fishtalk.testing.scripted import ScriptedSession
+from fishtalk.engine.audio.base import NullAudio
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.messages import SessionFinished, StateChanged
 

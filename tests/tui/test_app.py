@@ -8,10 +8,10 @@ import pytest
 from rich.color import Color
 from rich.style import Style
 from rich.text import Text
+from support.scripted import ScriptedSession
 
-from fishtalk import conversation as c
-from fishtalk.protocol import UserHangup, UserInterrupt, UserMessage
-from fishtalk.testing.scripted import ScriptedSession
+from fishtalk.core import conversation as c
+from fishtalk.core.protocol import UserHangup, UserInterrupt, UserMessage
 from fishtalk.tui.screens.ended import EndedScreen
 from fishtalk.tui.screens.help import HelpScreen
 from fishtalk.tui.widgets.status import AgentIndicator, ConnectionStatus, ModeFlags
@@ -309,7 +309,7 @@ async def test_connection_lost_exit_code() -> None:
 
 
 async def test_session_error_before_connect() -> None:
-    from fishtalk.errors import FishtalkError
+    from fishtalk.core.errors import FishtalkError
 
     class Refused(FishtalkError):
         exit_code = 3

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from support.scripted import ScriptedSession
 from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Button
 
-from fishtalk.host import HostLink
-from fishtalk.testing.scripted import ScriptedSession
-from fishtalk.tools.registry import ApprovalRequest
+from fishtalk.engine.host import HostLink
+from fishtalk.engine.tools.registry import ApprovalRequest
 from fishtalk.tui.run import TuiHost
 from fishtalk.tui.screens.approve import ApprovalScreen
 from fishtalk.tui.widgets.message_input import MessageInput

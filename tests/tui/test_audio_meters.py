@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator, Iterator
 import audio_chain
 import numpy as np
 import pytest
+from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
-from fishtalk.config import load_settings
-from fishtalk.launch import build_session
-from fishtalk.paths import CONFIG_PATH_ENV
+from fishtalk.cli.config import load_settings
+from fishtalk.cli.launch import build_session
+from fishtalk.engine.paths import CONFIG_PATH_ENV
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
-from fishtalk.testing.virtual_audio import MIC, SPEAKER, VirtualAudio
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.widgets.meters import LevelMeters
 from fishtalk.tui.widgets.status import ModeFlags

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.launch import NO_WEBRTC_NETWORK, wants_tui
+from fishtalk.cli.launch import NO_WEBRTC_NETWORK, wants_tui
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 

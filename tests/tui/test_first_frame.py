@@ -3,9 +3,9 @@ HTTP client, the livekit import) holds the first frame up."""
 
 from __future__ import annotations
 
-from fishtalk import errors
-from fishtalk.api import LiveKitGrant
-from fishtalk.session import Session
+from fishtalk.core import errors
+from fishtalk.engine.api import LiveKitGrant
+from fishtalk.engine.session import Session
 from fishtalk.tui.app import FishtalkApp
 
 

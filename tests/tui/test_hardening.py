@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from fishtalk import conversation as c
-from fishtalk.protocol import AgentError
+from fishtalk.core import conversation as c
+from fishtalk.core.protocol import AgentError
 from fishtalk.tui.app import NO_MIC, NO_SPEAKER, FishtalkApp
 from fishtalk.tui.widgets.meters import NO_AUDIO
 from fishtalk.tui.widgets.status import ModeFlags

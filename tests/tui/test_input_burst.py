@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual import events
 
-from fishtalk import conversation as c
-from fishtalk.protocol import UserMessage
+from fishtalk.core import conversation as c
+from fishtalk.core.protocol import UserMessage
 from fishtalk.tui.widgets.message_input import NEWLINE_MARK, MessageInput
 from fishtalk.tui.widgets.transcript import Transcript
 

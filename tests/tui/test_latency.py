@@ -9,8 +9,8 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from fishtalk import conversation as c
-from fishtalk.conversation.latency import percentile, summarize
+from fishtalk.core import conversation as c
+from fishtalk.core.conversation.latency import percentile, summarize
 from fishtalk.tui.screens.ended import EndedScreen, Summary
 from fishtalk.tui.widgets.latency import (
     MAX_BADGES,

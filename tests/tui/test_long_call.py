@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from textual.pilot import Pilot
 
-from fishtalk import conversation as c
+from fishtalk.core import conversation as c
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.screens.ended import EndedScreen
 from fishtalk.tui.widgets.tools import MAX_CARDS, ToolPanel

@@ -6,14 +6,14 @@ from __future__ import annotations
 import io
 
 import pytest
+from support.scripted import ScriptedEnd, ScriptedSession
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets import Footer, Static
 
-from fishtalk import conversation as c
-from fishtalk.errors import EXIT_INTERRUPTED, FishtalkError
-from fishtalk.protocol import UserHangup
-from fishtalk.testing.scripted import ScriptedEnd, ScriptedSession
+from fishtalk.core import conversation as c
+from fishtalk.core.errors import EXIT_INTERRUPTED, FishtalkError
+from fishtalk.core.protocol import UserHangup
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.run import report_end
 from fishtalk.tui.screens.ended import EndedScreen

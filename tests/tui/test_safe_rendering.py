@@ -6,9 +6,9 @@ import unicodedata
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.scripted import ScriptedSession
 
-from fishtalk import conversation as c
-from fishtalk.testing.scripted import ScriptedSession
+from fishtalk.core import conversation as c
 from fishtalk.tui.safe import clean, pretty_payload, safe_text
 from fishtalk.tui.widgets.tools import ToolPanel, render_card
 from fishtalk.tui.widgets.transcript import Transcript, render_segment

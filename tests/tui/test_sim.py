@@ -12,11 +12,11 @@ import pytest
 from textual import events
 from textual.pilot import Pilot
 
-from fishtalk.config import load_settings
-from fishtalk.conversation import State
-from fishtalk.launch import build_session
-from fishtalk.paths import CONFIG_PATH_ENV
-from fishtalk.session import Session
+from fishtalk.cli.config import load_settings
+from fishtalk.cli.launch import build_session
+from fishtalk.core.conversation import State
+from fishtalk.engine.paths import CONFIG_PATH_ENV
+from fishtalk.engine.session import Session
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.tui.app import FishtalkApp

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from fishtalk.tools.registry import ApprovalRequest
+from fishtalk.engine.tools.registry import ApprovalRequest
 from fishtalk.tui.screens.approve import ApprovalScreen
 
 from .helpers import FakeDevices, ScriptedSession, client_call, connected, drawn, make_app

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from fishtalk import conversation as c
-from fishtalk.audio.base import AudioLevels
+from fishtalk.core import conversation as c
+from fishtalk.engine.audio.base import AudioLevels
 from fishtalk.tui.screens.ended import EndedScreen
 
 from .helpers import (

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.scripted import ScriptedSession
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from fishtalk import conversation as c
-from fishtalk.audio.base import AudioLevels
-from fishtalk.testing.scripted import ScriptedSession
+from fishtalk.core import conversation as c
+from fishtalk.engine.audio.base import AudioLevels
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.screens.ended import EndedScreen
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from support.scripted import ScriptedSession
 from textual.pilot import Pilot
 
-from fishtalk import conversation as c
-from fishtalk.protocol import UserActivity
-from fishtalk.talk import NO_RELEASE
-from fishtalk.testing.scripted import ScriptedSession
+from fishtalk.core import conversation as c
+from fishtalk.core.protocol import UserActivity
+from fishtalk.core.talk import NO_RELEASE
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.release_keys import ANSWER_WAIT, KeyReleased, ReleaseSupport
 from fishtalk.tui.widgets.status import ModeFlags

@@ -57,7 +57,7 @@ from typing import Any, Final, Protocol
 
 from livekit import rtc
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 from fishtalk.sim.fish.core import USER_GRACE, AgentCore, Ended
 from fishtalk.sim.fish.endpoint import AGENT_IDENTITY, SimSession
 from fishtalk.sim.fish.interpreter import ScenarioInterpreter

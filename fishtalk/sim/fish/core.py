@@ -15,8 +15,8 @@ from typing import Any, Final
 
 from livekit import rtc
 
-from fishtalk import protocol as p
-from fishtalk.aio import TaskSet
+from fishtalk.core import protocol as p
+from fishtalk.engine.aio import TaskSet
 from fishtalk.sim.fish.endpoint import SimSession
 from fishtalk.sim.fish.scenario import AgentSettings, Scenario
 

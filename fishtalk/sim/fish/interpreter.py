@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 from fishtalk.sim.fish.core import USER_GRACE, Ended
 from fishtalk.sim.fish.listening import HeardSpeech, Turn
 from fishtalk.sim.fish.scenario import (

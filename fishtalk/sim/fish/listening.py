@@ -26,7 +26,7 @@ from typing import Final, Protocol
 import numpy as np
 from livekit import rtc
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 from fishtalk.sim.fish.core import AgentCore
 from fishtalk.sim.fish.speech import Speech
 from fishtalk.sim.fish.voice import SAMPLE_RATE, Heard, SpeechDetector, analyse, describe

@@ -96,7 +96,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
-from fishtalk.errors import EXIT_USAGE, FishtalkError
+from fishtalk.core.errors import EXIT_USAGE, FishtalkError
 
 
 class ScenarioError(FishtalkError):

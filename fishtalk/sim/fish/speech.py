@@ -24,7 +24,7 @@ from typing import Final
 
 from livekit import rtc
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 from fishtalk.sim.fish.core import AgentCore
 from fishtalk.sim.fish.voice import SAMPLE_RATE, Pcm, Voice, frames, split_words
 

@@ -16,7 +16,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from fishtalk import protocol as p
+from fishtalk.core import protocol as p
 from fishtalk.sim.fish.core import AgentCore
 from fishtalk.sim.fish.scenario import ToolRun
 

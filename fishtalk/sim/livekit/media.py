@@ -40,7 +40,7 @@ from aiortc.sdp import candidate_from_sdp
 from av import AudioFrame
 from livekit.protocol import rtc
 
-from fishtalk.aio import TaskSet
+from fishtalk.engine.aio import TaskSet
 
 log = logging.getLogger(__name__)
 

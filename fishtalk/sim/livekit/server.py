@@ -38,7 +38,7 @@ from aiortc import MediaStreamTrack
 from livekit.api import AccessToken, VideoGrants
 from livekit.protocol import models, rtc
 
-from fishtalk.aio import TaskSet
+from fishtalk.engine.aio import TaskSet
 from fishtalk.sim.livekit.media import LOSSY, RELIABLE, ParticipantMedia, TrackRelay, stream_id
 from fishtalk.sim.livekit.rooms import Participant, Room, RoomError, RoomRegistry
 from fishtalk.sim.livekit.signalling import (

@@ -24,7 +24,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from fishtalk.tools.registry import ApprovalRequest
+from fishtalk.engine.tools.registry import ApprovalRequest
 from fishtalk.tui.safe import pretty_value, safe_text
 
 ARM_SECONDS: Final = 0.8

@@ -14,9 +14,9 @@ from textual.events import Click
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from fishtalk.conversation import State, describe_end_reason
-from fishtalk.conversation.latency import Summary as LatencySummary
-from fishtalk.conversation.latency import summarize, summary_parts, summary_text
+from fishtalk.core.conversation import State, describe_end_reason
+from fishtalk.core.conversation.latency import Summary as LatencySummary
+from fishtalk.core.conversation.latency import summarize, summary_parts, summary_text
 from fishtalk.tui.safe import clean
 from fishtalk.tui.widgets.status import format_duration
 

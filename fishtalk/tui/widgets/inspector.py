@@ -1,8 +1,8 @@
 """The protocol inspector: the session's journal records, live, in a pane.
 
-The app hands every session observation (:mod:`fishtalk.observe`) to :meth:`Inspector.
+The app hands every session observation (:mod:`fishtalk.engine.observe`) to :meth:`Inspector.
 collect` on the loop (an append to a bounded deque, nothing more). While the pane is shown
-it turns what was collected into journal records (:class:`~fishtalk.journal.records.
+it turns what was collected into journal records (:class:`~fishtalk.engine.journal.records.
 Recorder`) a few times a second and lists them, colour-coded by direction and kind:
 packets in, packets out, inputs, state changes, tool runs. A filter (substring of the
 topic, the type or the text) narrows the list; the highlighted record is shown
@@ -25,9 +25,9 @@ from textual.containers import Vertical
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from fishtalk.journal.records import Recorder
-from fishtalk.observe import AudioFrame, Observation
-from fishtalk.text import make_visible, strip
+from fishtalk.core.text import make_visible, strip
+from fishtalk.engine.journal.records import Recorder
+from fishtalk.engine.observe import AudioFrame, Observation
 
 KEEP: Final = 2_000
 """Records the pane keeps (the oldest go first)."""

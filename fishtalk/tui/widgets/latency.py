@@ -1,6 +1,6 @@
 """Heard latency in the TUI: each agent turn's badge and the status bar's rolling p50.
 
-The figures come from ``State.latency`` (:mod:`fishtalk.conversation.latency`); the words
+The figures come from ``State.latency`` (:mod:`fishtalk.core.conversation.latency`); the words
 from that module's text helpers, so the TUI says what plain mode and the exit line say.
 Everything here is plain text (never markup) and costs nothing while the latency part of
 the state is unchanged: the widgets compare it by identity first.
@@ -15,8 +15,8 @@ from typing import Final
 from rich.text import Text
 from textual.widgets import Static
 
-from fishtalk.conversation import Latency, State, Waterfall
-from fishtalk.conversation.latency import badge, percentile
+from fishtalk.core.conversation import Latency, State, Waterfall
+from fishtalk.core.conversation.latency import badge, percentile
 from fishtalk.tui.safe import clean
 
 ROLLING_TURNS: Final = 10

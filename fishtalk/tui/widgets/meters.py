@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from fishtalk.audio.base import AudioLevels
+from fishtalk.engine.audio.base import AudioLevels
 
 _FLOOR_DB = -60.0
 _BLOCKS = " ▏▎▍▌▋▊▉█"

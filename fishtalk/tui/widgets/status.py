@@ -8,8 +8,8 @@ from typing import ClassVar, Final
 from rich.text import Text
 from textual.widgets import Static
 
-from fishtalk.conversation import State, describe_end_reason
-from fishtalk.protocol import AGENT_STATES
+from fishtalk.core.conversation import State, describe_end_reason
+from fishtalk.core.protocol import AGENT_STATES
 from fishtalk.tui.safe import clean
 
 
@@ -157,7 +157,7 @@ class ModeFlags(Static):
         """Render the flags (no-op when unchanged). ``mic`` defaults to ``audio``.
 
         ``talk``: in the toggle and push talk modes, the microphone's state as
-        :meth:`fishtalk.talk.TalkControl.look` words it (``● TALKING`` or how to start).
+        :meth:`fishtalk.core.talk.TalkControl.look` words it (``● TALKING`` or how to start).
         """
         has_mic = audio if mic is None else mic
         key = (state.muted, state.spoken, audio, has_mic, talk)

@@ -19,7 +19,7 @@ from textual.events import Click, Resize
 from textual.message import Message
 from textual.widgets import Static
 
-from fishtalk.conversation import Log, ToolCard
+from fishtalk.core.conversation import Log, ToolCard
 from fishtalk.tui.safe import clean, pretty_payload, safe_text
 from fishtalk.tui.widgets.status import format_duration
 from fishtalk.tui.widgets.transcript import log_changes

@@ -32,7 +32,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from fishtalk.conversation import LOG_CHUNK, ErrorEntry, Log, Segment, State
+from fishtalk.core.conversation import LOG_CHUNK, ErrorEntry, Log, Segment, State
 from fishtalk.tui.safe import safe_text
 from fishtalk.tui.widgets.latency import Badges
 

@@ -1,0 +1,68 @@
+"""``fishtalk chat --metrics-json PATH``: every turn's latency waterfall, written when the
+call ends.
+
+The file is opened (created, mode 0600 like the journal) before the call starts, so a
+path that cannot be written is a one-line error (exit 2) and not a lost measurement after
+the call. The content is :func:`fishtalk.core.conversation.metrics` of the final state: each
+closed turn's waterfall (:meth:`~fishtalk.core.conversation.Waterfall.to_dict`), each
+interrupt, and the summary (p50, p95, the worst turn).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import TextIO
+
+from fishtalk.core import conversation as conv
+
+_log = logging.getLogger(__name__)
+
+
+class MetricsFile:
+    """An open ``--metrics-json`` file; :meth:`write` fills it once, at the end."""
+
+    def __init__(self, path: Path, handle: TextIO) -> None:
+        self.path = path
+        self._handle: TextIO | None = handle
+
+    @classmethod
+    def open(cls, path: Path) -> MetricsFile:
+        """Create (or truncate) ``path`` with mode 0600; raises ``OSError`` if it cannot be
+        written (the CLI says so in one line, exit code 2)."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.chmod(path, 0o600)  # an existing file keeps its old mode through O_CREAT
+        except OSError:
+            os.close(fd)
+            raise
+        return cls(path, os.fdopen(fd, "w", encoding="utf-8"))
+
+    def write(self, state: conv.State) -> None:
+        """Write the call's latency (once; later calls do nothing) and close the file.
+        A write that fails is logged, never raised: the call is over either way."""
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        data = {
+            "schema_version": conv.SCHEMA_VERSION,
+            "end_reason": state.end_reason,
+            **conv.metrics(state.latency),
+        }
+        try:
+            with handle:
+                json.dump(data, handle, ensure_ascii=False, indent=2, allow_nan=False)
+                handle.write("\n")
+        except (OSError, ValueError):
+            _log.warning("could not write the metrics to %s", self.path, exc_info=True)
+
+    def close(self) -> None:
+        """Close without writing (nothing is written after this)."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.close()
+
+
+__all__ = ["MetricsFile"]

@@ -1,0 +1,38 @@
+"""``fishtalk replay --plain``: a journal played back as line mode showed it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from fishtalk.core import conversation as conv
+from fishtalk.engine.journal.reader import Journal
+from fishtalk.plain.line import PlainRenderer
+from fishtalk.workbench.journal.replay import delays, states
+
+
+def play_plain(
+    journal: Journal,
+    out: TextIO,
+    *,
+    speed: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> conv.State:
+    """Print the session as line mode showed it, paced by the journal's clock divided by
+    ``speed`` (0: all at once); returns the last state. The closing line (how it ended)
+    is the caller's."""
+    spoken = journal.header.get("spoken")
+    played = list(states(journal, spoken=bool(spoken)))
+    renderer = PlainRenderer(out, stream_agent=out.isatty())
+    state = conv.initial_state(spoken=bool(spoken))
+    for wait, (_, state) in zip(delays([t for t, _ in played], speed), played, strict=True):
+        if wait > 0:
+            sleep(wait)
+        renderer.render(state)
+        if renderer.closed:
+            break
+    return state
+
+
+__all__ = ["play_plain"]

@@ -1,0 +1,123 @@
+"""The body of ``fishtalk test``: load the files, run them, report; returns the exit code.
+
+Output goes through the ``out``/``err`` callables the CLI passes (this module prints
+nothing itself and never exits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fishtalk.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from fishtalk.workbench.agenttest.progress import PlainView, View
+from fishtalk.workbench.agenttest.report import summary_lines, write_reports
+from fishtalk.workbench.agenttest.runner import (
+    RunOptions,
+    Target,
+    TestResult,
+    heard_budgets,
+    plan,
+    run_tests,
+    sim_target,
+)
+from fishtalk.workbench.agenttest.spec import TestFile, load_test
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+SIM_DEFAULT_AGENT = "converse"
+"""The agent id used against the sim when neither --agent nor the file names one."""
+
+
+@dataclass(frozen=True)
+class TestCommand:
+    """What ``fishtalk test`` was asked to do."""
+
+    __test__ = False  # not a pytest class
+
+    files: Sequence[Path]
+    target: Target
+    sim: bool = False
+    scenario: str | None = None
+    options: RunOptions = field(default_factory=RunOptions)
+    junit: Path | None = None
+    json_path: Path | None = None
+
+
+def load_all(files: Sequence[Path]) -> list[TestFile]:
+    """Every file parsed; the first bad one raises :class:`TestFileError` (exit 2)."""
+    return [load_test(path) for path in files]
+
+
+def exit_code(results: Sequence[TestResult], *, interrupted: bool = False) -> int:
+    """0 all passed; the documented code of an API failure; 1 any failed (a heard budget
+    across runs included); 130 interrupted."""
+    if interrupted:
+        return EXIT_INTERRUPTED
+    for result in results:
+        if result.status == "error" and result.exit_code is not None:
+            return result.exit_code
+    if any(not r.passed for r in results) or any(not b.passed for b in heard_budgets(results)):
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+async def _run(
+    command: TestCommand, tests: Sequence[TestFile], view: View
+) -> tuple[list[TestResult], bool]:
+    def start(test: TestFile, run: int) -> None:
+        view.started(test.name if run == 1 else f"{test.name} #{run}")
+
+    if command.sim:
+        async with sim_target(
+            command.scenario, command.target.agent_id, command.target.timeouts
+        ) as target:
+            target = Target(
+                target.agent_id,
+                api_url=target.api_url,
+                api_key=target.api_key,
+                timeouts=target.timeouts,
+                fallback_agent=SIM_DEFAULT_AGENT,
+                config_path=command.target.config_path,
+                journal=command.target.journal,
+            )
+            results = await run_tests(
+                tests, target, command.options, on_result=view.finished, on_start=start
+            )
+    else:
+        results = await run_tests(
+            tests, command.target, command.options, on_result=view.finished, on_start=start
+        )
+    task = asyncio.current_task()
+    interrupted = task is not None and task.cancelling() > 0
+    return results, interrupted
+
+
+def run_command(
+    command: TestCommand, out: Callable[[str], None], *, console: Console | None = None
+) -> int:
+    """Run ``command``, writing progress lines to ``out`` (or, given a terminal's
+    ``console``, a live display on it); the exit code. Bad files and an
+    over-the-cap run raise their :class:`~fishtalk.core.errors.FishtalkError` (exit 2) before any
+    session starts."""
+    tests = load_all(command.files)
+    plan(tests, command.options)  # the --max-sessions cap, before anything starts
+
+    if console is not None:
+        from fishtalk.workbench.agenttest.progress import LiveView
+
+        view: View = LiveView(console, len(tests) * command.options.repeat)
+    else:
+        view = PlainView(out)
+    with view:
+        results, interrupted = asyncio.run(_run(command, tests, view))
+    for line in summary_lines(results):
+        out(line)
+    if interrupted:
+        out("interrupted: the open sessions were hung up; the reports hold what finished")
+    write_reports(results, junit=command.junit, json_path=command.json_path)
+    return exit_code(results, interrupted=interrupted)

@@ -1,0 +1,436 @@
+"""Test files for ``fishtalk test``: the TOML format, parsed and checked.
+
+A test file holds one conversation to run against an agent and what to expect of it::
+
+    name = "greets and answers"     # optional; defaults to the file name
+    agent = "my-agent-id"           # optional; --agent wins
+    timeout = 30                    # seconds each turn may take [30]
+    text_only = true                # typed turns get text replies [true]
+    greets = true                   # the agent speaks first; unless the first turn is
+                                    # `listen`, its first line is taken before turn 1 [true]
+
+    config_tools = false            # true: client tools without a fixture run through
+                                    # your fishtalk config's tools [false]
+
+    [tools.lookup_order]            # a client tool answered from a fixture:
+    result = { status = "shipped" } # ... a result (any TOML value)
+    # error = "no such order"       # ... or an error
+
+    [[turns]]
+    listen = true                   # wait for the agent's next line (its greeting)
+    expect.contains = "hello"
+
+    [[turns]]
+    say = "Where is order 42?"      # a typed turn; waits for the agent's reply
+    expect.tool_called = { name = "lookup_order", params = { id = "42" } }
+    expect.regex = "shipped|on its way"
+
+    [[turns]]
+    speak = "question.wav"          # a spoken turn: the WAV file (16-bit PCM) is the mic
+    lines = 1                       # how many agent lines make the reply [1]
+
+    [[turns]]
+    wait = 1.5                      # or wait_for_state = "listening",
+                                    # or wait_for_event = "tool_card_added"
+    [[turns]]
+    hangup = true
+
+    [expect]                        # over the whole session
+    no_errors = true
+    end_reason = "user_hangup"
+
+Expectations (per turn under ``expect``, or for the session under ``[expect]``) are listed
+in :class:`Expect`. Texts compare case- and punctuation-insensitively unless
+``case_sensitive`` / ``exact_punctuation`` say otherwise.
+
+A file that does not follow the format raises :class:`TestFileError` naming the file, the
+line and the key.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from fishtalk.core.errors import EXIT_USAGE, FishtalkError
+
+DEFAULT_TIMEOUT: Final = 30.0
+"""Seconds each turn may take unless the file says otherwise."""
+
+
+class TestFileError(FishtalkError):
+    """A test file that cannot be read or does not follow the format (exit 2)."""
+
+    __test__ = False  # not a pytest class
+    exit_code = EXIT_USAGE
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolCall(_Model):
+    """A tool call to look for: its name, and params that must be a subset of the call's."""
+
+    name: str = Field(min_length=1)
+    params: dict[str, JsonValue] | None = None
+
+
+def _as_calls(value: Any) -> Any:
+    if value is None:
+        return None
+    items = value if isinstance(value, list) else [value]
+    return [{"name": item} if isinstance(item, str) else item for item in items]
+
+
+def _as_list(value: Any) -> Any:
+    if isinstance(value, str):
+        return [value]
+    return value
+
+
+class Expect(_Model):
+    """What a turn (or the whole session) must show.
+
+    Reply text (a turn: the agent's lines during the turn; the session: all of them):
+    ``contains`` (a string or a list, all must occur), ``not_contains``, ``contains_any``
+    (a list, one must occur), ``one_of`` (the reply is one of these), ``regex`` (searched).
+    Tools: ``tool_called`` / ``tool_not_called`` (a name, ``{name, params}`` with params a
+    subset of the call's, or a list); server tools come from ``tool.*`` events, client
+    tools from ``client_tool.call``. ``agent_states``: states seen in this order.
+    ``interrupted``: an agent line was (true) or was not (false) cut short.
+    ``no_errors``: no error event. ``end_reason`` (session). ``max_first_text``: seconds
+    from the turn to the agent's first text; ``p95_first_text`` (session): the 95th
+    percentile of the turns' first-text latency.
+    Heard latency (the end of the user's turn to the agent heard, measured at the client;
+    only ``say`` and ``speak`` turns have one): ``max_heard``: seconds, for the turn (or,
+    under ``[expect]``, for every ``say``/``speak`` turn); ``p95_heard`` (session only):
+    the 95th percentile over the ``say``/``speak`` turns, across all runs with
+    ``--repeat``. A turn without a heard figure (e.g. a text-only reply) fails a heard
+    budget, naming why.
+    """
+
+    contains: list[str] | None = None
+    not_contains: list[str] | None = None
+    contains_any: list[str] | None = None
+    one_of: list[str] | None = None
+    regex: str | None = None
+    case_sensitive: bool = False
+    exact_punctuation: bool = False
+    tool_called: list[ToolCall] | None = None
+    tool_not_called: list[ToolCall] | None = None
+    agent_states: list[str] | None = None
+    no_errors: bool = False
+    interrupted: bool | None = None
+    end_reason: str | None = None
+    max_first_text: float | None = Field(default=None, gt=0)
+    p95_first_text: float | None = Field(default=None, gt=0)
+    max_heard: float | None = Field(default=None, gt=0)
+    p95_heard: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shapes(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            for key in ("contains", "not_contains"):
+                if key in data:
+                    data[key] = _as_list(data[key])
+            for key in ("tool_called", "tool_not_called"):
+                if key in data:
+                    data[key] = _as_calls(data[key])
+        return data
+
+    @model_validator(mode="after")
+    def _regex_compiles(self) -> Expect:
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"regex does not compile: {exc}") from None
+        return self
+
+    @property
+    def checks_reply(self) -> bool:
+        """Whether any expectation is about the reply text."""
+        return any(
+            v is not None
+            for v in (self.contains, self.not_contains, self.contains_any, self.one_of, self.regex)
+        )
+
+
+class Turn(_Model):
+    """One step of the conversation: exactly one of ``say``, ``speak``, ``listen``, ``wait``,
+    ``wait_for_state``, ``wait_for_event``, ``hangup``."""
+
+    say: str | None = Field(default=None, min_length=1)
+    speak: str | None = Field(default=None, min_length=1)
+    """A WAV file (relative to the test file), published as the microphone."""
+    listen: bool | None = None
+    wait: float | None = Field(default=None, ge=0)
+    wait_for_state: str | None = None
+    wait_for_event: str | None = None
+    hangup: bool | None = None
+    interrupt_after: float | None = Field(default=None, ge=0)
+    """``say``/``speak``: interrupt the agent this many seconds into its reply (after its
+    first text)."""
+    lines: int = Field(default=1, ge=1)
+    """``say``, ``speak`` and ``listen``: how many agent lines make the reply."""
+    timeout: float | None = Field(default=None, gt=0)
+    expect: Expect = Field(default_factory=Expect)
+
+    @model_validator(mode="after")
+    def _one_action(self) -> Turn:
+        actions = [
+            k
+            for k in (
+                "say",
+                "speak",
+                "listen",
+                "wait",
+                "wait_for_state",
+                "wait_for_event",
+                "hangup",
+            )
+            if getattr(self, k) not in (None, False)
+        ]
+        if len(actions) != 1:
+            raise ValueError(
+                "a turn needs exactly one of say, speak, listen, wait, wait_for_state, "
+                f"wait_for_event, hangup (got {', '.join(actions) or 'none'})"
+            )
+        if self.interrupt_after is not None and actions[0] not in ("say", "speak"):
+            raise ValueError("interrupt_after goes with a say or speak turn")
+        if self.expect.max_heard is not None and actions[0] not in ("say", "speak"):
+            raise ValueError(
+                "expect.max_heard goes with a say or speak turn (only a user turn has a "
+                "heard latency)"
+            )
+        if self.expect.p95_heard is not None:
+            raise ValueError(
+                "expect.p95_heard goes in the file's [expect]: it is over all the say and "
+                "speak turns (and all runs with --repeat)"
+            )
+        if self.wait_for_event is not None:
+            from fishtalk.core.events import KINDS
+
+            if self.wait_for_event not in KINDS:
+                raise ValueError(
+                    f"unknown event kind {self.wait_for_event!r}; known: {', '.join(sorted(KINDS))}"
+                )
+        return self
+
+    @property
+    def action(self) -> str:
+        """Which action this turn is."""
+        for key in ("say", "speak", "listen", "wait", "wait_for_state", "wait_for_event", "hangup"):
+            if getattr(self, key) not in (None, False):
+                return key
+        raise AssertionError("validated")
+
+    def describe(self) -> str:
+        """The turn in a few words, for reports."""
+        action = self.action
+        if action in ("say", "speak"):
+            return f"{action} {getattr(self, action)!r}"
+        if action in ("listen", "hangup"):
+            return action
+        return f"{action} {getattr(self, action)!r}"
+
+
+class ToolFixture(_Model):
+    """A client tool's canned answer: ``result`` or ``error``."""
+
+    result: JsonValue = None
+    error: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("result" in data) == ("error" in data):
+            raise ValueError("a tool fixture needs exactly one of result, error")
+        return data
+
+
+class TestFile(_Model):
+    """A whole test file."""
+
+    __test__ = False  # not a pytest class
+
+    name: str = ""
+    agent: str | None = None
+    timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
+    text_only: bool = True
+    greets: bool = True
+    """The agent says something first: when the first turn is not ``listen``, the runner
+    takes that line before it (so a ``say`` turn's reply is never the greeting)."""
+    config_tools: bool = False
+    """Client tools without a fixture run through the tools of the user's fishtalk config
+    (tools with ``approve = "ask"`` are declined: nobody is there to answer)."""
+    tools: dict[str, ToolFixture] = Field(default_factory=dict)
+    turns: list[Turn] = Field(min_length=1)
+    expect: Expect = Field(default_factory=Expect)
+    path: str = ""
+
+    @field_validator("expect")
+    @classmethod
+    def _heard_needs_a_user_turn(cls, expect: Expect, info: ValidationInfo) -> Expect:
+        turns = info.data.get("turns")
+        if turns is None or (expect.max_heard is None and expect.p95_heard is None):
+            return expect
+        if not any(t.action in ("say", "speak") for t in turns):
+            key = "max_heard" if expect.max_heard is not None else "p95_heard"
+            raise ValueError(f"{key} needs a say or speak turn to measure")
+        return expect
+
+    @property
+    def heard_budget(self) -> bool:
+        """Whether any expectation is a heard-latency budget."""
+        return (
+            self.expect.max_heard is not None
+            or self.expect.p95_heard is not None
+            or any(t.expect.max_heard is not None for t in self.turns)
+        )
+
+
+_SYNTAX_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+def _line_of(text: str, loc: tuple[int | str, ...]) -> int | None:
+    """Best effort: the line a validation error's location points at."""
+    lines = text.splitlines()
+    start = 0
+    in_turn = False
+    path = [p for p in loc if isinstance(p, str | int)]
+    # Walk the array-of-tables headers ([[turns]] number N), then find the key after it.
+    if len(path) >= 2 and path[0] == "turns" and isinstance(path[1], int):
+        seen = -1
+        for i, line in enumerate(lines):
+            if line.strip() == "[[turns]]":
+                seen += 1
+                if seen == path[1]:
+                    start, in_turn = i, True
+                    break
+        else:
+            return None
+        keys = [p for p in path[2:] if isinstance(p, str)]
+    else:
+        keys = [p for p in path if isinstance(p, str)]
+    for key in reversed(keys):
+        pattern = re.compile(rf"^\s*(\[+\s*)?([\w.\"-]*\.)?\"?{re.escape(key)}\"?\s*[=\].]")
+        for i in range(start, len(lines)):
+            if pattern.search(lines[i]):
+                return i + 1
+    return start + 1 if in_turn else None
+
+
+def _key_of(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for p in loc:
+        if isinstance(p, int):
+            parts[-1:] = [f"{parts[-1]}[{p + 1}]"] if parts else [f"[{p + 1}]"]
+        elif p in ("list[ToolCall]", "str", "list[str]") or ("[" in p and "(" in p):
+            continue
+        else:
+            parts.append(p)
+    return ".".join(parts) or "(top level)"
+
+
+def parse_test(text: str, *, source: str = "<test>", name: str | None = None) -> TestFile:
+    """A test from TOML text; raises :class:`TestFileError` (file, line, key) when bad."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = _SYNTAX_LINE.search(str(exc))
+        where = f"{source}:{found.group(1)}" if found else source
+        message = _SYNTAX_LINE.sub("", str(exc)).strip()
+        raise TestFileError(f"{where}: not valid TOML: {message}") from None
+    data.setdefault("name", name or Path(source).stem)
+    data["path"] = source
+    try:
+        return TestFile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(first["loc"])
+        line = _line_of(text, loc)
+        where = f"{source}:{line}" if line else source
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = "unknown key"
+        raise TestFileError(f"{where}: {_key_of(loc)}: {message}") from None
+
+
+def load_test(path: str | Path) -> TestFile:
+    """A test from a file."""
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise TestFileError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TestFileError(f"{path}: cannot read: {reason}") from None
+    test = parse_test(text, source=str(path), name=path.stem)
+    for index, turn in enumerate(test.turns):
+        if turn.speak is not None:
+            from fishtalk.workbench.agenttest.wavmic import WavError, load_wav
+
+            try:
+                load_wav(path.parent / turn.speak)
+            except WavError as exc:
+                line = _line_of(text, ("turns", index, "speak"))
+                where = f"{path}:{line}" if line else str(path)
+                raise TestFileError(f"{where}: turns[{index + 1}].speak: {exc}") from None
+    return test
+
+
+STARTER: Final = """\
+# A fishtalk agent test: run it with `fishtalk test THIS_FILE --sim` (offline, against the
+# built-in simulated agent) or `fishtalk test THIS_FILE --agent YOUR_AGENT_ID`.
+name = "greets and answers"
+# agent = "your-agent-id"     # or pass --agent
+timeout = 30                  # seconds each turn may take
+text_only = true              # typed turns get text replies
+greets = true                 # the agent speaks first (false: it waits for the user)
+
+# Client tools the agent may call, answered from fixtures (a result or an error).
+# A call to a tool not declared here fails the test.
+# [tools.lookup_order]
+# result = { status = "shipped", eta = "tomorrow" }
+# [tools.cancel_order]
+# error = "orders cannot be cancelled once shipped"
+
+[[turns]]
+listen = true                 # the agent's greeting
+expect.max_first_text = 10    # seconds until its first text
+
+[[turns]]
+say = "Hello there"           # a typed turn; waits for the agent's reply
+expect.contains = "hello"     # case and punctuation do not matter
+# expect.max_heard = 1.5      # seconds until its reply is heard (needs text_only = false)
+# expect.regex = "hello|hi"
+# expect.one_of = ["You said: hello there", "Hi!"]
+# expect.tool_called = { name = "lookup_order", params = { id = "42" } }
+# expect.tool_not_called = "cancel_order"
+
+[[turns]]
+hangup = true
+
+[expect]                      # over the whole session
+no_errors = true
+end_reason = "user_hangup"
+"""
+"""What ``fishtalk test --init`` writes."""

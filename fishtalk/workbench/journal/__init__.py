@@ -1,0 +1,1 @@
+"""Journal commands: export, diff (compare) and the replayed session."""
