@@ -23,6 +23,7 @@ print(json.dumps(sorted(sys.modules)))
 def loaded(module: str) -> set[str]:
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, module],
+        cwd=Path(__file__).parent,  # tests/support is importable from here
         capture_output=True,
         text=True,
         timeout=60,
@@ -56,7 +57,7 @@ def test_the_engine_does_not_import_the_cli_world(module: str) -> None:
 
 
 def test_session_source_names_no_settings() -> None:
-    names = imported_names(PACKAGE / "session.py")
+    names = imported_names(PACKAGE / "engine" / "session.py")
     assert not {n for n in names if n.startswith(("fishtalk.cli.config", "fishtalk.cli.launch"))}
 
 

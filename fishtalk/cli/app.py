@@ -197,7 +197,7 @@ def complete_output_devices(incomplete: str) -> list[tuple[str, str]]:
 
 def complete_scenarios(incomplete: str) -> list[str]:
     """Built-in scenario names (the sim's shipped TOML files) and ``.toml`` files here."""
-    folder = Path(__file__).parent / "sim" / "fish" / "scenarios"  # no sim import
+    folder = Path(__file__).parents[1] / "sim" / "fish" / "scenarios"  # no sim import
     try:
         names = sorted(p.stem for p in folder.glob("*.toml"))
         base = Path(incomplete).parent if incomplete else Path()
