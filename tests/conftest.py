@@ -21,6 +21,13 @@ import pytest
 
 from fishtalk.sim.netns import in_namespace
 
+# tests/support (what tests and benchmarks share) is importable in every process the suite
+# starts too: scripts run by path and ``python -m fishtalk`` children alike.
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (_TESTS, os.environ.get("PYTHONPATH", "")) if p
+)
+
 # Shared fixtures: the loopback LiveKit server (sim_server, room_factory), the session
 # harness (sim: the Fish endpoint + a scripted agent); livekit's harmless "unknown FFI
 # handle" noise kept off the output (tests/quiet_livekit.py).
