@@ -171,6 +171,13 @@ def main() -> None:
     }
     print("## agent_session")
     print()
+    for results, label in ((one, "sim in the same process"), (apart, "sim in its own process")):
+        api, engine = (statistics.median(results[sender]) for sender in SENDERS[:2])
+        print(
+            f"<!-- summary: typed turn, `AgentSession` ({label}) | {api:.2f} ms | "
+            f"`Session` {engine:.2f} ms | {api / engine:.2f}x | ≤1.05x -->"
+        )
+    print()
     print(
         f"A typed turn from the call until the agent's `data_received` fires, {TRIALS} trials "
         "each after a warm-up, rotating senders, same sim, same agent: "

@@ -106,6 +106,11 @@ def main() -> None:
                 f"| {cpu / wall:.0%} | {_p50(out_text)} |"
             )
     print("## fishtalk test under load\n")
+    one, most = busy[min(busy)][2], busy[max(busy)][2]
+    print(
+        f"<!-- summary: `fishtalk test`, first text p50 at {max(busy)} sessions (separate sim) "
+        f"| {most:.2f} s | {min(busy)} session {one:.2f} s | {most / one:.2f}x | – -->\n"
+    )
     print(
         "One `fishtalk test` process per row, `--repeat N --concurrency N` of a one-turn "
         "file (a typed turn, then hang up) against the quick chat scenario. Wall time "

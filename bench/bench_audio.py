@@ -468,7 +468,20 @@ async def alternating(rounds: int, seconds: float) -> list[str]:
     def cell(values: list[float]) -> str:
         return f"**{statistics.median(values):.2f}x** ({min(values):.2f}–{max(values):.2f}x)"
 
+    def summary(name: str, against: str, label: str, goal: str) -> str:
+        return (
+            f"<!-- summary: audio CPU, {rounds} × {seconds:.0f} s rounds, {name} | "
+            f"{statistics.median(cpu[name]):.3f} s | {label} "
+            f"{statistics.median(cpu[against]):.3f} s | "
+            f"{statistics.median(ratios(name, against)):.2f}x | {goal} -->"
+        )
+
+    floor_name = "bare + APM in its callbacks (floor for APM on)"
     lines = [
+        summary("fishtalk, APM off", "bare", "bare duplex", "≤1.15x"),
+        summary("fishtalk, APM on", "bare", "bare duplex", "≤1.5x"),
+        summary("fishtalk, APM on", floor_name, "bare duplex + APM", "at the floor"),
+        "",
         f"### Alternating rounds: the goal figures ({rounds} rounds of {seconds:.0f} s per row)",
         "",
         "Each round runs the four rows back to back, the order rotated every round; each "

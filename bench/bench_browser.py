@@ -198,6 +198,13 @@ async def main(runs: int) -> None:
     }
     print("## Browser (livekit-client) and Python SDK against the sim")
     print()
+    ours = statistics.median(r["reply_audio"] for r in python)
+    peer = statistics.median(r["reply_audio"] for r in browser)
+    print(
+        f"<!-- summary: typed turn → first reply audio, Python SDK | {ours:.0f} ms | "
+        f"browser (livekit-client) {peer:.0f} ms | {ours / peer:.2f}x | – -->"
+    )
+    print()
     print(f"Median (min-max) of {runs} runs each, in ms; the browser is livekit-client 2.23.0 in")
     print("headless Chromium (page on a second origin), the Python SDK is livekit 1.2.1.")
     print()

@@ -136,6 +136,13 @@ def main() -> None:
     bare_med = statistics.median(results["bare"])
     print("## journal")
     print()
+    journal_ms = statistics.median(results["journal"])
+    plain_ms = statistics.median(results["plain"])
+    print(
+        f"<!-- summary: typed turn with a journal | {journal_ms:.2f} ms | journal off "
+        f"{plain_ms:.2f} ms | {journal_ms / plain_ms:.2f}x | ≤1.05x -->"
+    )
+    print()
     print(
         f"A typed turn from the call until the agent's `data_received` fires, {TRIALS} trials "
         "per sender after a warm-up, rotating senders, same sim, same agent, same process: "

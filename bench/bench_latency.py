@@ -237,8 +237,14 @@ async def main(thinks: Sequence[float], turns: int, spoken: int, va: VirtualAudi
     if spoken:
         rows.append(await measure(SPOKEN_THINK, spoken, speak=va))
     load_after = os.getloadavg()
+    first_row = rows[0]
+    injected = first_row.think + first_row.before_think
     lines = [
         "## Heard latency (sim agent, virtual devices)",
+        "",
+        f"<!-- summary: heard p50, {first_row.label} turn, think {first_row.think * 1000:.0f} ms "
+        f"| {_ms(_p(first_row.values(lambda t: t.heard), 0.5))} ms | injected "
+        f"{injected * 1000:.0f} ms | – | – -->",
         "",
         "The real session against the sim agent (`fishtalk sim serve` in its own process); "
         "each turn starts once the previous reply "

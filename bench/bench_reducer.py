@@ -143,6 +143,13 @@ def main() -> None:
     per_turn = len(list(_turn(0, 1.0)))
     print("## reducer")
     print()
+    turns = [row for row in rows if row[0].endswith(" turns")]
+    first, last = turns[0], turns[-1]
+    print(
+        f"<!-- summary: reducer µs per input after {last[0]} | {last[2]:.1f} µs | "
+        f"after {first[0]} {first[2]:.1f} µs | {last[2] / first[2]:.2f}x | flat -->"
+    )
+    print()
     print(
         f"`fishtalk.core.conversation.reduce` fed a realistic turn ({per_turn} inputs: interim and "
         "final user transcripts, tool events, a reply streamed word by word, a typed turn) "

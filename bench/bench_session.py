@@ -156,6 +156,15 @@ def main() -> None:
     load_after = os.getloadavg()[0]
     print("## session")
     print()
+    for name, label in (("one", "sim in the same process"), ("apart", "sim in its own process")):
+        session_ms, bare_ms = pooled[name]
+        print(
+            f"<!-- summary: typed turn, send to agent receives ({label}) | "
+            f"{statistics.median(session_ms):.2f} ms | bare `publish_data` "
+            f"{statistics.median(bare_ms):.2f} ms | {statistics.median(ratios[name]):.3f}x | "
+            "≤1.05x -->"
+        )
+    print()
     print(
         f"A typed turn from the call until the agent's `data_received` fires, {TRIALS} trials "
         f"per run after a warm-up, {runs} runs, alternating senders, same sim, same agent: "

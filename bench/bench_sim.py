@@ -224,6 +224,10 @@ async def main(args: argparse.Namespace) -> None:
             f"p90={_pct(connects, 0.9) * 1000:.0f} ms min={min(connects) * 1000:.0f} ms"
         )
         rtts = await bench_round_trip(server, args.pings)
+        print(  # run.py lifts this out of the section's code block
+            f"<!-- summary: sim data round trip A→B→A, median | "
+            f"{statistics.median(rtts) * 1000:.1f} ms | – | – | – -->"
+        )
         print(
             f"data round trip A->B->A: n={len(rtts)} "
             f"median={statistics.median(rtts) * 1000:.1f} ms p99={_pct(rtts, 0.99) * 1000:.1f} ms"

@@ -120,6 +120,14 @@ def main() -> None:
     load = os.getloadavg()[0]
     print("## Startup\n")
     print(
+        f"<!-- summary: `fishtalk --version` wall | {version.a * 1000:.0f} ms | "
+        f"`python -c pass` {version.b * 1000:.0f} ms | {version.ratio:.2f}x | ≤2x -->"
+    )
+    print(
+        f"<!-- summary: `fishtalk demo` first frame | {demo.a * 1000:.0f} ms | "
+        f"smallest Textual app {demo.b * 1000:.0f} ms | {demo.ratio:.2f}x | ≤2.5x -->\n"
+    )
+    print(
         f"Median of {args.runs} runs each, fishtalk and its floor in turn; the ratio is the "
         f"median of the pairs' ratios. Load average at the end: {load:.1f}. "
         + (

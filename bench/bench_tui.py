@@ -252,6 +252,13 @@ async def main(quick: bool, sizes_arg: str | None, only_big: bool) -> None:
         sizes = tuple(int(n) for n in sizes_arg.split(","))
     big = [(n, await bench_big(n)) for n in sizes]
     print("## TUI (headless, scripted driver)\n")
+    if streaming is not None:
+        cap = FishtalkApp.RENDER_HZ
+        print(
+            f"<!-- summary: TUI frames/s while streaming as fast as possible | "
+            f"{streaming['frames_per_s']:.1f} | cap {cap:g} | "
+            f"{streaming['frames_per_s'] / cap:.2f}x | – -->\n"
+        )
     print(
         f"Textual app at {SIZE[0]}x{SIZE[1]} on the real reducer, no network. Frames are "
         f"capped at {FishtalkApp.RENDER_HZ:g} per second; state updates in between are "

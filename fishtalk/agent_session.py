@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 from fishtalk.core import conversation as conv
 from fishtalk.core.errors import EXIT_CONNECTION, EXIT_ERROR, FishtalkError
 from fishtalk.engine.aio import in_daemon_thread
-from fishtalk.engine.native import let_sdk_settle
+from fishtalk.engine.native import keep_sdk_logs_off_stderr, let_sdk_settle
+from fishtalk.engine.system import make_non_dumpable
 from fishtalk.engine.tools.registry import Approver, ToolContext, ToolRegistry
 from fishtalk.engine.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 
@@ -251,6 +252,8 @@ class AgentSession:
         self._api_url = api_url or os.environ.get(ENV_API_URL) or None
         self._public = public
         self._origin = origin
+        make_non_dumpable()  # it holds the API key from here on
+        keep_sdk_logs_off_stderr()  # the promised silence: SDK records only to the user's logging
         key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
         self._api_key = None if public else key
         self._api_timeout = api_timeout

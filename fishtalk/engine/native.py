@@ -1,10 +1,11 @@
 """Living with native libraries: their stderr chatter, GC-time asserts and shutdown.
 
-Four workarounds: :func:`stderr_to_log` (C libraries' writes to fd 2 kept off the TUI),
+Five workarounds: :func:`stderr_to_log` (C libraries' writes to fd 2 kept off the TUI),
 :func:`quiet_livekit_handle_drops` (one known livekit assertion kept off the terminal),
 :func:`exit_process` (leave without interpreter finalization), each installed by the CLI,
-and :func:`note_wedged_audio_stream` (no PortAudio teardown at exit once a stream hung),
-called by the audio backend.
+:func:`keep_sdk_logs_off_stderr` (the SDK's log records reach only logging a user set up;
+CLI and ``AgentSession``), and :func:`note_wedged_audio_stream` (no PortAudio teardown at
+exit once a stream hung), called by the audio backend.
 
 On fd 2: PortAudio, ALSA and the WebRTC stack write diagnostics straight to file descriptor 2 (a
 device that vanished, a failed reconnect to a sound server). While the TUI owns the
@@ -97,11 +98,32 @@ __all__ = [
     "MAX_LOG_BYTES",
     "STDERR_FD",
     "exit_process",
+    "keep_sdk_logs_off_stderr",
     "native_log_path",
     "note_wedged_audio_stream",
     "quiet_livekit_handle_drops",
     "stderr_to_log",
 ]
+
+
+SDK_LOGGER: Final = "livekit"
+"""The logger the livekit SDK forwards its native core's log lines to."""
+
+
+def keep_sdk_logs_off_stderr() -> None:
+    """Keep the SDK's log records off stderr unless someone's logging asks for them.
+
+    Where no logger on a record's way up has a handler, Python prints WARNING and above on
+    stderr (``logging.lastResort``); the SDK's native core logs such warnings on routine
+    events (its fall-back from the single-PC ``/rtc/v1`` path, a reconnect), which would
+    break the silence promised to a library user and land on the terminal. A
+    ``NullHandler`` on the SDK's logger counts as a handler, so that fallback never fires
+    for it, while its records still propagate to the root logger: ``--debug``, or a
+    user's own ``logging.basicConfig``, still gets every one. Idempotent.
+    """
+    sdk = logging.getLogger(SDK_LOGGER)
+    if not any(isinstance(handler, logging.NullHandler) for handler in sdk.handlers):
+        sdk.addHandler(logging.NullHandler())
 
 
 def _is_livekit_handle_drop(unraisable: sys.UnraisableHookArgs) -> bool:

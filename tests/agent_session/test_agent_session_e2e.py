@@ -275,6 +275,7 @@ async def test_a_plain_asyncio_run_script(sim: SimInfo) -> None:
     out, err = await asyncio.wait_for(proc.communicate(), WAIT * 2)
     text = out.decode()
     assert proc.returncode == 0, err.decode()
+    assert err.decode() == ""  # the promised silence: no SDK log line (v1 fallback and all)
     turn = [
         "greeting: Hello from the sim.",
         "reply: You said: from a script. Try 'call get_local_context', 'error' or 'goodbye'.",
