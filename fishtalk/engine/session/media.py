@@ -60,7 +60,6 @@ class Media(Core):
         self._hold_audio_until = 0.0
         self._audio_streams: dict[str, tuple[rtc.AudioStream, asyncio.Task[None]]] = {}
         self._mic_source: rtc.AudioSource | None = None
-        self._sent_events = 0
         # Heard latency (issue 14): the IO-side marks (see _mark and docs of LatencyMark).
         self._taps: LatencyTaps | None = None
         """The backend's timing taps, when it has them and an output device."""
@@ -240,7 +239,6 @@ class Media(Core):
 
     def _published(self, event: conv.ClientEventOut, data: bytes, started: float) -> None:
         """The outbox completed publishing ``event`` (``data``), started at ``started``."""
-        self._sent_events += 1
         if event.type == "user.message":
             self._mark("typed_sent", self._clock())
             # A reply asked to be text-only has no first audio frame to wait for.
