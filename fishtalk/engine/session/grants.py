@@ -80,4 +80,11 @@ def speaks_for_itself(code: str) -> bool:
     return code in (conv.END_SESSION_EXPIRED, errors.END_UNSUPPORTED_TRANSPORT)
 
 
-__all__ = ["CreateSession", "GrantSource", "ReadyGrant", "Refused", "error_code"]
+__all__ = [
+    "CreateSession",
+    "GrantSource",
+    "ReadyGrant",
+    "Refused",
+    "error_code",
+    "speaks_for_itself",
+]
