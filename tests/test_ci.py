@@ -137,7 +137,7 @@ def test_the_contracts_hold_on_a_clean_copy(tmp_path: Path) -> None:
         ("fishtalk/core/events.py", "import numpy", "core loads no"),
         ("fishtalk/engine/api.py", "import fishtalk.cli.config", "one way"),
         ("fishtalk/plain/line.py", "from livekit import rtc", "front ends never touch livekit"),
-        ("fishtalk/engine/session.py", "import fishtalk.tui.app", "one way"),
+        ("fishtalk/engine/session/commands.py", "import fishtalk.tui.app", "one way"),
         ("fishtalk/plain/line.py", "import fishtalk.tui.safe", "line mode never loads the TUI"),
         ("fishtalk/sim", "import fishtalk.engine.session", "only the wire protocol"),
     ],

@@ -1,6 +1,6 @@
-"""The typed-turn send path: a client event on an idle, connected link is published at once
-(before ``send_text`` returns, no hop through the sender task), and everything asked for
-while that publish or a queued one is on its way follows it in order.
+"""The typed-turn send path: one way out. A client event is reduced, the event the reducer
+returns goes to the outbox, and the outbox publishes it, after everything asked for before it
+(also across an outage).
 
 The spy below only records the calls and hands them to the real SDK method unchanged.
 """
@@ -42,71 +42,60 @@ def _texts(payloads: list[bytes]) -> list[str]:
     return [event.text for event in events if isinstance(event, p.UserMessage)]
 
 
-async def test_a_typed_turn_on_an_idle_link_leaves_before_send_text_returns(
+async def test_a_typed_turn_leaves_as_the_reducers_effect_through_the_outbox(
     sim: Sim, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    session, run, agent, _ = await sim.connected()
-    published = _record_publishes(session, monkeypatch)
-    completed: asyncio.Queue[bytes] = asyncio.Queue()
-    session.add_observer(
-        lambda seen: completed.put_nowait(seen.data) if isinstance(seen, PacketOut) else None
-    )
-
-    session.send_text("right away")
-    # No await in between: the publish has already been handed to the SDK.
-    assert _texts(published) == ["right away"]
-    # Asked for while that publish is on its way: queued behind it, sent after it.
-    session.send_text("second")
-    session.send_text("third")
-    assert _texts(published) == ["right away"]
-
-    for text in ("right away", "second", "third"):
-        assert (await agent.expect(p.UserMessage)).text == text
-    assert _texts(published) == ["right away", "second", "third"]
-    typed = [(s.text, s.queued) for s in session.state.transcript if s.typed]
-    assert typed == [("right away", False), ("second", False), ("third", False)]
-    assert not session.state.errors
-
-    # Once every publish has completed, the next turn takes the direct path again.
-    done = [await asyncio.wait_for(completed.get(), WAIT) for _ in range(3)]
-    assert _texts(done) == ["right away", "second", "third"]
-    session.send_text("idle again")
-    assert _texts(published)[-1] == "idle again"
-    assert (await agent.expect(p.UserMessage)).text == "idle again"
-
-    session.hangup()
-    await agent.expect(p.UserHangup)
-    assert (await asyncio.wait_for(run, WAIT)).reason == "user_hangup"
-
-
-async def test_a_typed_turn_on_an_idle_link_leaves_before_it_is_reduced(
-    sim: Sim, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The bytes first, the bookkeeping after: when the reducer would send the turn at
-    once, the publish is handed to the SDK before the reduction (observers see the input
-    just before it is reduced), and the reducer's own send of it is not repeated."""
+    """Reduce, then publish: the reducer decides once, and the event it returns (its
+    normalised text, its ``audio``) is what goes to ``publish_data``, once."""
     from fishtalk.core import conversation as conv
 
     session, run, agent, _ = await sim.connected()
     published = _record_publishes(session, monkeypatch)
+    completed: asyncio.Queue[bytes] = asyncio.Queue()
     at_reduction: list[list[str]] = []
-    session.add_observer(
-        lambda seen: (
-            at_reduction.append(_texts(published)) if isinstance(seen, conv.SendText) else None
-        )
-    )
+
+    def seen(item: object) -> None:
+        if isinstance(item, conv.SendText):
+            at_reduction.append(_texts(published))
+        elif isinstance(item, PacketOut):
+            completed.put_nowait(item.data)
+
+    session.add_observer(seen)
+    before = session.state
+    _, effects = conv.reduce(before, conv.SendText(text="  first  ", at=0.0))
+    sends = [e.event for e in effects if isinstance(e, conv.SendClientEvent)]
+    assert len(sends) == 1
 
     session.send_text("  first  ")
-    assert at_reduction == [["first"]]
+    assert at_reduction == [[]]  # nothing left before the reduction
     assert (await agent.expect(p.UserMessage)).text == "first"
+    assert published == [p.encode_client_event(sends[0])]
+    assert await asyncio.wait_for(completed.get(), WAIT) == published[0]
     typed = [(s.text, s.queued) for s in session.state.transcript if s.typed]
     assert typed == [("first", False)]
-    # A blank turn is not sent at all, early or late.
+    # A blank turn is not sent at all.
     session.send_text("   ")
-    assert at_reduction == [["first"], ["first"]]
     session.hangup()
     assert isinstance(await agent.next_event(), p.UserHangup)  # nothing sent twice
     assert _texts(published) == ["first"]
+    assert (await asyncio.wait_for(run, WAIT)).reason == "user_hangup"
+
+
+async def test_typed_turns_sent_back_to_back_arrive_in_order_once_each(
+    sim: Sim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session, run, agent, _ = await sim.connected()
+    published = _record_publishes(session, monkeypatch)
+    texts = [f"turn {n}" for n in range(30)]
+    for text in texts:  # no await in between: all asked for before the first leaves
+        session.send_text(text)
+    for text in texts:
+        assert (await agent.expect(p.UserMessage)).text == text
+    assert _texts(published) == texts
+    assert [s.text for s in session.state.transcript if s.typed] == texts
+    assert not session.state.errors
+    session.hangup()
+    assert isinstance(await agent.next_event(), p.UserHangup)
     assert (await asyncio.wait_for(run, WAIT)).reason == "user_hangup"
 
 

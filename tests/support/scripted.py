@@ -11,21 +11,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.errors import FishtalkError
 from fishtalk.engine.audio.base import AudioBackend, AudioLevels, NullAudio
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptedEnd:
-    """How a scripted session ended (the exit code comes from :mod:`fishtalk.core.errors`'s one
-    table, as for a real session)."""
-
-    reason: str
-    message: str
-    error: FishtalkError | None = None
+from fishtalk.engine.session import EndResult
 
 
 class ScriptedSession:
@@ -89,12 +78,12 @@ class ScriptedSession:
         """Call ``fn`` after every reduction."""
         self._listeners.append(fn)
 
-    async def run(self) -> ScriptedEnd:
+    async def run(self) -> EndResult:
         """Wait until the scripted state has ended."""
         if not self._state.ended:
             await self._ended.wait()
         reason = self._state.end_reason or conv.END_USER_HANGUP
-        return ScriptedEnd(reason, conv.describe_end_reason(reason))
+        return EndResult(reason, conv.describe_end_reason(reason))
 
     def send_text(self, text: str, audio: bool | None = None) -> None:
         """Reduce a :class:`~fishtalk.core.conversation.SendText`."""
@@ -131,4 +120,4 @@ class ScriptedSession:
         return self.levels
 
 
-__all__ = ["ScriptedEnd", "ScriptedSession"]
+__all__ = ["ScriptedSession"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from support.scripted import ScriptedEnd, ScriptedSession
+from support.scripted import ScriptedSession
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets import Footer, Static
@@ -14,6 +14,7 @@ from textual.widgets import Footer, Static
 from fishtalk.core import conversation as c
 from fishtalk.core.errors import EXIT_INTERRUPTED, FishtalkError
 from fishtalk.core.protocol import UserHangup
+from fishtalk.engine.session import EndResult
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.run import report_end
 from fishtalk.tui.screens.ended import EndedScreen
@@ -160,7 +161,7 @@ async def test_failures_go_to_stderr_and_a_call_that_never_started_has_no_counts
         exit_code = 3
 
     class Failing(ScriptedSession):
-        async def run(self) -> ScriptedEnd:
+        async def run(self) -> EndResult:
             raise Refused("the API key was rejected (401)")
 
     app = make_app(Failing())

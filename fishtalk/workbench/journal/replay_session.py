@@ -19,27 +19,17 @@ import asyncio
 import bisect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.errors import FishtalkError
 from fishtalk.engine.audio.base import AudioBackend, AudioLevels, NullAudio
 from fishtalk.engine.journal.reader import Journal
+from fishtalk.engine.session import EndResult
 from fishtalk.workbench.journal.replay import states
 
 SPEEDS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
 """The speeds the replay keys step through."""
 SEEK_STEP = 10.0
 """Seconds (of the recording) one seek key moves."""
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayEnd:
-    """How the replayed session ended (as the journal says), or that playback was stopped."""
-
-    reason: str
-    message: str
-    error: FishtalkError | None = None
 
 
 class ReplaySession:
@@ -136,7 +126,7 @@ class ReplaySession:
         self._show(self._played[index - 1][1] if index else self._initial)
         self._wake.set()
 
-    async def run(self) -> ReplayEnd:
+    async def run(self) -> EndResult:
         """Play the journal; then, if it never ended (a crash), wait for a hang-up."""
         self._set_pos(0.0)
         while not self._stop.is_set() and self._next < len(self._played):
@@ -238,14 +228,14 @@ class ReplaySession:
                 break
         self._show(state)
 
-    def _result(self) -> ReplayEnd:
+    def _result(self) -> EndResult:
         ends = [r for r in self.journal.records if r.get("type") == "end"]
         if self.finished and ends:
             reason = str(ends[-1].get("reason") or conv.END_USER_HANGUP)
             message = str(ends[-1].get("message") or conv.describe_end_reason(reason))
-            return ReplayEnd(reason, message)
+            return EndResult(reason, message)
         reason = self._state.end_reason or conv.END_USER_HANGUP
-        return ReplayEnd(reason, "Replay stopped." if not self.finished else "Replay ended.")
+        return EndResult(reason, "Replay stopped." if not self.finished else "Replay ended.")
 
     # --- commands: a recording only stops ---------------------------------------------
 
@@ -279,4 +269,4 @@ def _segments(state: conv.State) -> int:
     return len(state.segment_log) + state.segment_log.dropped
 
 
-__all__ = ["SEEK_STEP", "SPEEDS", "ReplayEnd", "ReplaySession"]
+__all__ = ["SEEK_STEP", "SPEEDS", "ReplaySession"]
