@@ -635,20 +635,28 @@ def _describe(exc: ValidationError, sources: Sources, path: Path, file_text: str
     first = errors[0]
     loc = tuple(str(p) for p in first["loc"])
     dotted = ".".join(loc) or "settings"
-    origin = _origin_of(loc, sources)
-    line = _find_line(file_text, loc) if origin == f"in {path}" else None
-    if line is not None:
-        origin = f"in {path}, line {line}"
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    # A table-level check (two settings that conflict) blames the settings its message
+    # names, wherever they came from, not whoever first opened the table.
+    named = [
+        key for key in sources if key[:-1] == loc and loc and key[-1] in re.findall(r"\w+", msg)
+    ]
+    origin = ", ".join(sorted({_located(key, sources, path, file_text) for key in named or [loc]}))
     if first["type"] == "extra_forbidden":
         parent_fields = _fields_at(loc[:-1])
         message = f"unknown setting {dotted} {origin}" + _suggest(loc[-1], parent_fields)
     else:
-        msg = str(first["msg"])
-        msg = msg.removeprefix("Value error, ")
         message = f"invalid setting {dotted} {origin}: {msg}"
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return message
+
+
+def _located(loc: tuple[str, ...], sources: Sources, path: Path, file_text: str | None) -> str:
+    """Where the setting at ``loc`` came from, with its line when from the file."""
+    origin = _origin_of(loc, sources)
+    line = _find_line(file_text, loc) if origin == f"in {path}" else None
+    return f"in {path}, line {line}" if line is not None else origin
 
 
 def _origin_of(loc: tuple[str, ...], sources: Sources) -> str:

@@ -4,7 +4,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
@@ -253,10 +253,24 @@ OutputDeviceOption = Annotated[
         autocompletion=complete_output_devices,
     ),
 ]
+TALK_MODES: Final = ("always", "toggle", "push")
+
+
+def _talk_mode(value: str | None) -> str | None:
+    """Check ``--talk-mode`` here: typer's own check of a Literal leaks pydantic's
+    "Value error," prefix into the message."""
+    if value is not None and value not in TALK_MODES:
+        choices = ", ".join(repr(mode) for mode in TALK_MODES)
+        raise typer.BadParameter(f"{value!r} is not one of {choices}.")
+    return value
+
+
 TalkModeOption = Annotated[
-    Literal["always", "toggle", "push"] | None,
+    str | None,
     typer.Option(
         "--talk-mode",
+        metavar="<always|toggle|push>",
+        callback=_talk_mode,
         help="When the microphone is open (audio.talk_mode): always (open mic, echo-"
         "cancelled), toggle (F5 opens and closes it; /talk in line mode) or push (hold F5; "
         "toggle where the terminal cannot report key releases).",
