@@ -325,7 +325,7 @@ class AgentSession:
             devices = option if isinstance(option, AudioDevices) else AudioDevices()
 
             def make(notice: Callable[[str], None]) -> AudioBackend:
-                from fishtalk.cli.config import AudioSettings
+                from fishtalk.cli.settings import AudioSettings
                 from fishtalk.engine.audio import open_backend
                 from fishtalk.engine.audio.base import NullAudio
 

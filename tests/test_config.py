@@ -12,14 +12,12 @@ from pydantic import BaseModel
 
 from fishtalk.cli.config import (
     SECRET_ENV_NAMES,
-    AgentProfile,
     ConfigError,
-    Settings,
-    ToolDecl,
     is_secret_env_name,
     load_settings,
     redacted_dict,
 )
+from fishtalk.cli.settings import AgentProfile, Settings, ToolDecl
 from fishtalk.core.errors import EXIT_USAGE, FishtalkError
 from fishtalk.engine import paths
 

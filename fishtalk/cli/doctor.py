@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from fishtalk.cli.config import Settings
+    from fishtalk.cli.settings import Settings
 
 
 class Status(enum.Enum):
@@ -303,7 +303,7 @@ def check_mic_level(device: int | None, *, seconds: float = 2.0) -> Check:
 
 def check_network() -> Check:
     """The WebRTC precondition: a non-loopback IPv4 interface."""
-    from fishtalk.cli.launch import has_webrtc_network
+    from fishtalk.cli.demo import has_webrtc_network
 
     if has_webrtc_network():
         return Check("network", Status.OK, "a non-loopback interface for WebRTC")

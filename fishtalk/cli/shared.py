@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 if TYPE_CHECKING:
-    from fishtalk.cli.config import Settings
+    from fishtalk.cli.settings import Settings
 
 
 @dataclass

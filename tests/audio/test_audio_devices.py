@@ -74,7 +74,7 @@ def _run_open_backend(prelude: str, env: dict[str, str]) -> str:
         """
         from fishtalk.engine.audio import open_backend
         from fishtalk.engine.audio.base import NullAudio
-        from fishtalk.cli.config import AudioSettings
+        from fishtalk.cli.settings import AudioSettings
         backend = open_backend(AudioSettings())
         assert isinstance(backend, NullAudio), backend
         print(backend.description)
@@ -119,7 +119,7 @@ def test_missing_portaudio_gives_text_only(tmp_path: object) -> None:
 
 
 def test_disabled_gives_text_only() -> None:
-    from fishtalk.cli.config import AudioSettings
+    from fishtalk.cli.settings import AudioSettings
     from fishtalk.engine.audio import open_backend
     from fishtalk.engine.audio.base import NullAudio
 
@@ -130,7 +130,7 @@ def test_disabled_gives_text_only() -> None:
 
 
 def test_unknown_device_in_settings_gives_text_only_with_choices(vaudio: VirtualAudio) -> None:
-    from fishtalk.cli.config import AudioSettings
+    from fishtalk.cli.settings import AudioSettings
     from fishtalk.engine.audio import open_backend
     from fishtalk.engine.audio.base import NullAudio
 

@@ -107,7 +107,7 @@ def run_agent_tests(
     if scenario is not None and not sim:
         fail("--scenario needs --sim", EXIT_USAGE)
     if sim:
-        from fishtalk.cli.launch import has_webrtc_network
+        from fishtalk.cli.demo import has_webrtc_network
         from fishtalk.core.errors import EXIT_CONNECTION
 
         if not has_webrtc_network():

@@ -43,7 +43,7 @@ from fishtalk.cli.options import (
 from fishtalk.cli.shared import load, resolve_agent, run_async, state
 
 if TYPE_CHECKING:
-    from fishtalk.cli.config import Settings
+    from fishtalk.cli.settings import Settings
 
 
 commands = typer.Typer()
@@ -91,7 +91,7 @@ def demo(
     def load_with_audio(overrides: dict[str, Any]) -> "Settings":
         return load({**overrides, **audio})
 
-    from fishtalk.cli.launch import run_demo
+    from fishtalk.cli.demo import run_demo
     from fishtalk.engine.native import exit_process
 
     # Leave without finalization, as chat does: the SDK's native threads outlive the call.
@@ -181,7 +181,8 @@ def chat(
         },
         profile=profile,
     )
-    from fishtalk.cli.launch import require_agent, run_chat, session_client
+    from fishtalk.cli.front_ends import run_chat
+    from fishtalk.cli.launch import require_agent, session_client
 
     require_agent(settings)
     run_async(session_client(settings).aclose())  # same key / public-origin checks as above

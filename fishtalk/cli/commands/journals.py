@@ -141,7 +141,7 @@ def replay(
     The TUI on a terminal (Space pauses, n jumps to the next turn, Left/Right seek 10 s,
     -/+ change the speed, Ctrl+X stops), line mode otherwise. A damaged journal plays up
     to the damage, then one line (exit 2)."""
-    from fishtalk.cli.launch import wants_tui
+    from fishtalk.cli.front_ends import wants_tui
     from fishtalk.core.text import strip
     from fishtalk.engine.journal.reader import find_journal, read_journal
     from fishtalk.plain.replay import play_plain

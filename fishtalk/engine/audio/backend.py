@@ -75,7 +75,7 @@ from fishtalk.engine.audio.vad import EnergyVad
 if TYPE_CHECKING:
     from livekit import rtc
 
-    from fishtalk.cli.config import AudioSettings
+    from fishtalk.cli.settings import AudioSettings
 
 Int16Array = npt.NDArray[np.int16]
 _log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fishtalk.cli.config import Settings
+    from fishtalk.cli.settings import Settings
 
 
 def audio_wanted(settings: Settings) -> bool:

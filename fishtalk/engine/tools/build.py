@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fishtalk.cli.config import ConfigError, Settings, ToolDecl
+from fishtalk.cli.config import ConfigError
+from fishtalk.cli.settings import Settings, ToolDecl
 from fishtalk.engine.tools import plugins
 from fishtalk.engine.tools.approval import ApproveMode
 from fishtalk.engine.tools.builtins import BUILTINS, BuiltinOptions, make_builtin
