@@ -107,6 +107,7 @@ def test_the_demo_holds_off_garbage_collection_until_its_first_frame(
     from fishtalk.cli import demo
     from fishtalk.cli.config import load_settings
     from fishtalk.cli.settings import Settings
+    from fishtalk.core.errors import SimStartError
     from fishtalk.engine.paths import CONFIG_PATH_ENV
 
     seen: dict[str, bool] = {}
@@ -118,10 +119,10 @@ def test_the_demo_holds_off_garbage_collection_until_its_first_frame(
         grant.after.set()
 
         def no_sim() -> object:
-            raise demo.SimStartError("no sim here")
+            raise SimStartError("no sim here")
 
         grant.sim.start = no_sim  # type: ignore[method-assign]
-        with contextlib.suppress(demo.SimStartError):
+        with contextlib.suppress(SimStartError):
             asyncio.run(grant.obtain())
         seen["after_frame"] = gc.isenabled()
         gc.disable()  # run_demo's own finally must enable it again

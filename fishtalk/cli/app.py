@@ -1,11 +1,13 @@
-"""The ``fishtalk`` command line (typer).
+"""The ``fishtalk`` typer app: global options, version, command registration and main().
 
-This module is imported by ``fishtalk --help`` and ``--version``, so it must stay light:
-nothing heavy (textual, livekit, numpy, sounddevice, httpx) at module level. Every command
-imports what it needs inside its body.
+The commands live in :mod:`fishtalk.cli.commands`, one module per group. This module (and
+those) is imported by ``fishtalk --help``, so it must stay light: nothing heavy (textual,
+livekit, numpy, sounddevice, httpx) at module level. Every command imports what it needs
+inside its body.
 
-Errors: a :class:`~fishtalk.core.errors.FishtalkError` prints one line on stderr and exits with
-its ``exit_code``; a traceback only appears with ``--debug``.
+Errors: a :class:`~fishtalk.core.errors.FishtalkError` prints one line on stderr and exits
+with the code :func:`~fishtalk.core.errors.exit_code_for` gives; a traceback only appears
+with ``--debug``.
 """
 
 import os
@@ -19,7 +21,7 @@ import typer
 from fishtalk._version import __version__
 from fishtalk.cli.commands import agenttest, chat, config, devices, journals, session, sim, tools
 from fishtalk.cli.shared import fail, state
-from fishtalk.core.errors import EXIT_ERROR, EXIT_OK, FishtalkError
+from fishtalk.core.errors import EXIT_ERROR, EXIT_OK, FishtalkError, exit_code_for
 
 app = typer.Typer(
     name="fishtalk",
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     except FishtalkError as exc:
         if state.debug:
             traceback.print_exc()
-        fail(str(exc), exc.exit_code)
+        fail(str(exc), exit_code_for(None, exc))
     except Exception as exc:
         if state.debug:
             traceback.print_exc()

@@ -42,7 +42,7 @@ from fishtalk.cli.settings import (
     Settings,
     ToolDecl,
 )
-from fishtalk.core.errors import EXIT_USAGE, FishtalkError
+from fishtalk.core.errors import ConfigError
 from fishtalk.engine import paths
 from fishtalk.tui.actions import key_problems
 
@@ -62,12 +62,6 @@ ENV_ALIASES: Final[Mapping[str, tuple[str, str]]] = {
 
 
 _SECRET_KEYS: Final = frozenset({("api", "api_key")})
-
-
-class ConfigError(FishtalkError):
-    """Bad configuration: broken TOML, an unknown key, an invalid value. Exit code 2."""
-
-    exit_code = EXIT_USAGE
 
 
 Sources = dict[tuple[str, ...], str]

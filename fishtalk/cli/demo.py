@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from fishtalk.core.errors import EXIT_CONNECTION, FishtalkError
+from fishtalk.core.errors import EXIT_CONNECTION, SimStartError
 
 if TYPE_CHECKING:
     from fishtalk.cli.settings import Settings
@@ -98,12 +98,6 @@ def demo_settings(
 
 STARTING_SIM: Final = "Starting the simulated agent…"
 """What the demo's TUI shows while the sim starts behind it."""
-
-
-class SimStartError(FishtalkError):
-    """The demo's simulator could not start (exit 7, like a connection never established)."""
-
-    exit_code = EXIT_CONNECTION
 
 
 class _BackgroundSim:
@@ -187,7 +181,7 @@ def run_demo(
     ``load`` builds settings from dotted overrides (the CLI's ``load``), so the user's
     config still applies (keys, audio devices) while the API points at the sim.
     ``scenario`` is a built-in name (``demo``, ``converse``) or a scenario TOML file; a bad
-    one raises :class:`~fishtalk.sim.fish.scenario.ScenarioError` (one line, exit 2) before
+    one raises :class:`~fishtalk.core.errors.ScenarioError` (one line, exit 2) before
     anything starts. In the TUI the sim starts behind the first frame, which says so.
     """
     chosen: Scenario | str = DEMO_AGENT

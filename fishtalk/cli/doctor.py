@@ -92,7 +92,8 @@ def check_config(
 ) -> tuple[Settings | None, Check]:
     """The config loads (file, environment, the agent profile if one is named); where it
     lives."""
-    from fishtalk.cli.config import ConfigError, load_settings
+    from fishtalk.cli.config import load_settings
+    from fishtalk.core.errors import ConfigError
     from fishtalk.engine import paths
 
     path = config_path if config_path is not None else paths.config_file()
@@ -201,8 +202,8 @@ def _portaudio_fix() -> str:
 
 def check_audio(settings: Settings | None, *, mic_seconds: float = 2.0) -> Iterator[Check]:
     """PortAudio's version, the devices and their rates, and the microphone's level."""
+    from fishtalk.core.errors import AudioDeviceError
     from fishtalk.engine.audio.devices import (
-        AudioDeviceError,
         AudioUnavailable,
         import_sounddevice,
         list_devices,

@@ -50,7 +50,7 @@ def run_tui(
     ``note``: a notice shown from the first frame (what happens before connecting);
     ``first_frame``: set once the first frame is drawn.
     """
-    from fishtalk.cli.config import ConfigError
+    from fishtalk.core.errors import ConfigError
     from fishtalk.engine.host import HostLink
     from fishtalk.tui import keys
     from fishtalk.tui.run import run_app

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 def require_agent(settings: Settings) -> str:
     """The agent id, or a ConfigError (exit 2) saying how to give one."""
-    from fishtalk.cli.config import ConfigError
+    from fishtalk.core.errors import ConfigError
 
     if not settings.session.agent_id:
         raise ConfigError(
@@ -88,7 +88,7 @@ def session_client(settings: Settings) -> SessionClient:
 
     Raises ConfigError when neither an API key nor public mode with an origin is set.
     """
-    from fishtalk.cli.config import ConfigError
+    from fishtalk.core.errors import ConfigError
     from fishtalk.engine.api import SessionClient
 
     api = settings.api

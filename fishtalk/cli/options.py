@@ -201,7 +201,7 @@ class SessionFlags:
 
     def overrides(self) -> dict[str, Any]:
         """Dotted config overrides; a malformed --var or --metadata is a ConfigError."""
-        from fishtalk.cli.config import ConfigError
+        from fishtalk.core.errors import ConfigError
 
         variables: dict[str, str] | None = None
         for item in self.var or ():

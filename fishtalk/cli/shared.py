@@ -41,7 +41,8 @@ def resolve_agent(name: str | None, agent: str | None) -> tuple[str | None, str 
     """
     if name is None and agent is None:
         return None, None
-    from fishtalk.cli.config import ConfigError, close_profile, unknown_profile_message
+    from fishtalk.cli.config import close_profile, unknown_profile_message
+    from fishtalk.core.errors import ConfigError
 
     profiles = list(load().agents)
     if name is not None:

@@ -41,7 +41,7 @@ def config_init(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
 ) -> None:
     """Write the documented example config to the config path (mode 0600)."""
-    from fishtalk.cli.config import ConfigError
+    from fishtalk.core.errors import ConfigError
 
     path = target_config_path()
     if path.exists() and not force:
