@@ -14,15 +14,14 @@ TYPE_CHECKING = False  # not imported from typing: importing fishtalk costs noth
 if TYPE_CHECKING:
     from typing import Any
 
-    from fishtalk.agent_session import (
-        AgentSession,
-        AudioDevices,
-        ClientTool,
+    from fishtalk.agent_session import AgentSession, AudioDevices, ClientTool
+    from fishtalk.core import events
+    from fishtalk.core.errors import (
         ConnectionFailedError,
+        FishtalkError,
+        SessionApiError,
         SessionEndedError,
     )
-    from fishtalk.core import events
-    from fishtalk.core.errors import FishtalkError, SessionApiError
     from fishtalk.engine.tools.registry import ToolContext, ToolError
 
 _LAZY: dict[str, str] = {
@@ -30,8 +29,8 @@ _LAZY: dict[str, str] = {
     "AgentSession": "fishtalk.agent_session",
     "AudioDevices": "fishtalk.agent_session",
     "ClientTool": "fishtalk.agent_session",
-    "ConnectionFailedError": "fishtalk.agent_session",
-    "SessionEndedError": "fishtalk.agent_session",
+    "ConnectionFailedError": "fishtalk.core.errors",
+    "SessionEndedError": "fishtalk.core.errors",
     "FishtalkError": "fishtalk.core.errors",
     "SessionApiError": "fishtalk.core.errors",
     "ToolContext": "fishtalk.engine.tools.registry",

@@ -39,7 +39,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.errors import EXIT_CONNECTION, EXIT_ERROR, FishtalkError
+from fishtalk.core.errors import (
+    ConnectionFailedError,
+    FishtalkError,
+    SessionEndedError,
+)
 from fishtalk.engine.aio import in_daemon_thread
 from fishtalk.engine.native import keep_sdk_logs_off_stderr, let_sdk_settle
 from fishtalk.engine.system import make_non_dumpable
@@ -76,34 +80,6 @@ Callback: TypeAlias = Callable[[Any], object]
 
 KINDS: Final[frozenset[str]] = frozenset(t.kind for t in conv.CHANGE_TYPES)
 """Every event kind (``status_change``, ``segment_finalised``, ``ended``, ...)."""
-
-
-class SessionEndedError(FishtalkError):
-    """The session ended while (or before) you were waiting on it.
-
-    ``reason`` is the end reason (``user_hangup``, ``agent_hangup``, ``connection_lost``,
-    ...); ``result`` says how it ended. Raised by :meth:`AgentSession.send_text`,
-    :meth:`AgentSession.wait_for_reply` and :meth:`AgentSession.wait_for` when what they
-    wait for can no longer happen. (The CLI never raises it: were it to reach the CLI's
-    edge, it would be an unexpected error, exit code 1.)
-    """
-
-    exit_code = EXIT_ERROR
-
-    def __init__(self, message: str, *, reason: str, result: EndResult | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason
-        """The end reason."""
-        self.result = result
-        """How the session ended (None if unknown)."""
-
-
-class ConnectionFailedError(SessionEndedError):
-    """The session could not be joined (``connection_failed``): WebRTC could not connect,
-    or the agent never came. Session-API failures raise their own classes
-    (:class:`fishtalk.core.errors.SessionApiError` and below) instead."""
-
-    exit_code = EXIT_CONNECTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,7 +304,7 @@ class AgentSession:
             devices = option if isinstance(option, AudioDevices) else AudioDevices()
 
             def make(notice: Callable[[str], None]) -> AudioBackend:
-                from fishtalk.cli.config import AudioSettings
+                from fishtalk.cli.settings import AudioSettings
                 from fishtalk.engine.audio import open_backend
                 from fishtalk.engine.audio.base import NullAudio
 

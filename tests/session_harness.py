@@ -22,8 +22,8 @@ import pytest
 from livekit import rtc
 from pydantic import SecretStr
 
-from fishtalk.cli.config import Settings
 from fishtalk.cli.launch import build_session
+from fishtalk.cli.settings import Settings
 from fishtalk.core import protocol as p
 from fishtalk.core.conversation import State
 from fishtalk.core.errors import exit_code_for

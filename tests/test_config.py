@@ -10,17 +10,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from fishtalk.cli.config import (
-    SECRET_ENV_NAMES,
-    AgentProfile,
-    ConfigError,
-    Settings,
-    ToolDecl,
-    is_secret_env_name,
-    load_settings,
-    redacted_dict,
-)
-from fishtalk.core.errors import EXIT_USAGE, FishtalkError
+from fishtalk.cli.config import SECRET_ENV_NAMES, is_secret_env_name, load_settings, redacted_dict
+from fishtalk.cli.settings import AgentProfile, Settings, ToolDecl
+from fishtalk.core.errors import EXIT_USAGE, ConfigError, FishtalkError, exit_code_for
 from fishtalk.engine import paths
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,7 +114,7 @@ def test_broken_toml_names_file_line_and_column(tmp_path: Path) -> None:
     assert "line 3" in message
     assert "column" in message
     assert "\n" not in message
-    assert info.value.exit_code == EXIT_USAGE == 2
+    assert exit_code_for(None, info.value) == EXIT_USAGE == 2
     assert isinstance(info.value, FishtalkError)
 
 
@@ -349,7 +341,7 @@ def test_bad_key_action_in_config_is_a_usage_error() -> None:
             env={paths.CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"},
             overrides={"ui.keys": {"explode": "f9"}, "session.agent_id": "a"},
         )
-    assert info.value.exit_code == 2
+    assert exit_code_for(None, info.value) == 2
 
 
 def test_unknown_key_action_names_file_line_and_key(tmp_path: Path) -> None:
@@ -360,7 +352,7 @@ def test_unknown_key_action_names_file_line_and_key(tmp_path: Path) -> None:
     assert message.startswith(f"invalid setting ui.keys.bogus in {path}, line 5: ")
     assert "unknown key action 'bogus'" in message
     assert "known: abort, focus, hangup, help, inspector, interrupt, mute, quit, spoken" in message
-    assert info.value.exit_code == EXIT_USAGE
+    assert exit_code_for(None, info.value) == EXIT_USAGE
 
 
 def test_a_key_taken_from_another_action_is_refused(tmp_path: Path) -> None:
@@ -370,7 +362,7 @@ def test_a_key_taken_from_another_action_is_refused(tmp_path: Path) -> None:
     message = str(info.value)
     assert message.startswith(f"invalid setting ui.keys.interrupt in {path}, line 3: ")
     assert "ctrl+x is already hangup's key (its default)" in message
-    assert info.value.exit_code == EXIT_USAGE
+    assert exit_code_for(None, info.value) == EXIT_USAGE
 
 
 def test_two_actions_on_one_key_are_refused(tmp_path: Path) -> None:

@@ -151,7 +151,7 @@ def test_run_checks_yields_typed_results(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_api_key_shape() -> None:
-    from fishtalk.cli.config import Settings
+    from fishtalk.cli.settings import Settings
 
     def status(key: str) -> Status:
         return check_api_key(Settings.model_validate({"api": {"api_key": key}})).status

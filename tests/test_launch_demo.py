@@ -18,9 +18,8 @@ _PROBE = textwrap.dedent(
     """
     import asyncio, json, sys, threading
     from fishtalk.cli.config import load_settings
-    from fishtalk.cli.launch import (
-        STARTING_SIM, _BackgroundSim, _DemoGrant, build_session, demo_settings
-    )
+    from fishtalk.cli.demo import STARTING_SIM, _BackgroundSim, _DemoGrant, demo_settings
+    from fishtalk.cli.launch import build_session
     from fishtalk.engine.paths import CONFIG_PATH_ENV
     from fishtalk.sim.fish.scenario import load_scenario
     from fishtalk.tui.app import FishtalkApp
@@ -105,23 +104,25 @@ def test_the_demo_holds_off_garbage_collection_until_its_first_frame(
     import asyncio
     import gc
 
-    from fishtalk.cli import launch
-    from fishtalk.cli.config import Settings, load_settings
+    from fishtalk.cli import demo
+    from fishtalk.cli.config import load_settings
+    from fishtalk.cli.settings import Settings
+    from fishtalk.core.errors import SimStartError
     from fishtalk.engine.paths import CONFIG_PATH_ENV
 
     seen: dict[str, bool] = {}
 
-    def front_end(settings: object, *, grant: launch._DemoGrant, **_: object) -> int:
+    def front_end(settings: object, *, grant: demo._DemoGrant, **_: object) -> int:
         # Stands in for the TUI: draws its "first frame", then the session asks for a grant.
         seen["before_frame"] = gc.isenabled()
         assert grant.after is not None
         grant.after.set()
 
         def no_sim() -> object:
-            raise launch.SimStartError("no sim here")
+            raise SimStartError("no sim here")
 
         grant.sim.start = no_sim  # type: ignore[method-assign]
-        with contextlib.suppress(launch.SimStartError):
+        with contextlib.suppress(SimStartError):
             asyncio.run(grant.obtain())
         seen["after_frame"] = gc.isenabled()
         gc.disable()  # run_demo's own finally must enable it again
@@ -131,10 +132,10 @@ def test_the_demo_holds_off_garbage_collection_until_its_first_frame(
         env = {CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"}
         return load_settings(env=env, overrides={**overrides, "session.text_only": True})
 
-    monkeypatch.setattr(launch, "run_tui", front_end)
-    monkeypatch.setattr(launch, "wants_tui", lambda plain: True)
+    monkeypatch.setattr(demo, "run_tui", front_end)
+    monkeypatch.setattr(demo, "wants_tui", lambda plain: True)
     assert gc.isenabled()
-    assert launch.run_demo(load) == 0
+    assert demo.run_demo(load) == 0
     assert seen == {"before_frame": False, "after_frame": True}
     assert gc.isenabled()
 
@@ -142,7 +143,7 @@ def test_the_demo_holds_off_garbage_collection_until_its_first_frame(
 _BEFORE_FRAME_PROBE = textwrap.dedent(
     """
     import json, sys
-    from fishtalk.cli import launch
+    from fishtalk.cli import demo
     from fishtalk.cli.config import load_settings
     from fishtalk.engine.paths import CONFIG_PATH_ENV
 
@@ -160,10 +161,10 @@ _BEFORE_FRAME_PROBE = textwrap.dedent(
         report["protocol_built"] = protocol.UserMessage.__pydantic_complete__
         return 0
 
-    launch.run_tui = front_end
-    launch.wants_tui = lambda plain: True
-    launch.has_webrtc_network = lambda: True
-    code = launch.run_demo(load)
+    demo.run_tui = front_end
+    demo.wants_tui = lambda plain: True
+    demo.has_webrtc_network = lambda: True
+    code = demo.run_demo(load)
     report["code"] = code
     print(json.dumps(report))
     """
@@ -194,7 +195,7 @@ def test_the_built_in_demo_is_parsed_behind_the_first_frame() -> None:
 
 def test_the_background_sim_loads_a_built_in_scenario_by_name() -> None:
     """Given the built-in's name, the sim parses it on its own start and serves it."""
-    from fishtalk.cli.launch import _BackgroundSim
+    from fishtalk.cli.demo import _BackgroundSim
 
     sim = _BackgroundSim("demo")
     try:

@@ -29,32 +29,29 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
-    Field,
-    JsonValue,
-    PrivateAttr,
-    SecretStr,
     ValidationError,
-    field_validator,
-    model_validator,
 )
 
-from fishtalk.core.errors import EXIT_USAGE, FishtalkError
-from fishtalk.core.protocol import TOOL_NAME_PATTERN
-from fishtalk.core.talk import TalkMode
+from fishtalk.cli.settings import (
+    AgentProfile,
+    SessionSettings,
+    Settings,
+    ToolDecl,
+)
+from fishtalk.core.errors import ConfigError
 from fishtalk.engine import paths
 from fishtalk.tui.actions import key_problems
 
-DEFAULT_API_URL: Final = "https://api.fish.audio"
-MAX_TOOL_TIMEOUT: Final = 120.0
-"""The server's hard ceiling on a client tool's ``timeout_seconds``."""
-
 ENV_API_KEY: Final = "FISH_API_KEY"
+
+
 ENV_PREFIX: Final = "FISHTALK_"
+
+
 ENV_ALIASES: Final[Mapping[str, tuple[str, str]]] = {
     ENV_API_KEY: ("api", "api_key"),
     "FISHTALK_API_URL": ("api", "url"),
@@ -63,330 +60,9 @@ ENV_ALIASES: Final[Mapping[str, tuple[str, str]]] = {
 }
 """Short environment variables, each naming one setting."""
 
-_TOOL_NAME_RE: Final = re.compile(TOOL_NAME_PATTERN)
-_LANGUAGE_RE: Final = re.compile(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*")
-PROFILE_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
-_PROFILE_NAME_RE: Final = re.compile(PROFILE_NAME_PATTERN)
-"""always = open mic with echo cancellation; toggle = one key opens and closes the mic;
-push = hold a key (where the terminal reports key release)."""
+
 _SECRET_KEYS: Final = frozenset({("api", "api_key")})
 
-
-class ConfigError(FishtalkError):
-    """Bad configuration: broken TOML, an unknown key, an invalid value. Exit code 2."""
-
-    exit_code = EXIT_USAGE
-
-
-class _Section(BaseModel):
-    """Base for every settings table: unknown keys are errors, not silently ignored."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
-
-
-def _check_http_url(value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not re.match(r"^https?://[^\s/]+", value):
-        raise ValueError("must be an http:// or https:// URL")
-    return value.rstrip("/")
-
-
-class ApiSettings(_Section):
-    """``[api]``: where sessions are created and how the client authenticates."""
-
-    url: str = DEFAULT_API_URL
-    """Base URL of the Fish Audio API."""
-    api_key: SecretStr | None = None
-    """API key (prefer the FISH_API_KEY environment variable). Never printed."""
-    public: bool = False
-    """Create sessions for a public agent without a key (sends ``origin`` instead)."""
-    origin: str | None = None
-    """Origin header for public agents; must be one of the agent's allowed origins."""
-    timeout: float = Field(default=10.0, gt=0, le=300)
-    """Seconds to wait for the session API before giving up."""
-
-    _url = field_validator("url", "origin")(_check_http_url)
-
-
-class SessionSettings(_Section):
-    """``[session]``: what each new conversation asks for."""
-
-    agent_id: str | None = None
-    """The agent to talk to."""
-    language: str | None = None
-    """Language override (only if the agent allows it), e.g. ``en``, ``ja``, ``pt-BR``."""
-    timezone: str | None = None
-    """IANA time zone for the agent's world context, e.g. ``Europe/Berlin``."""
-    voice_id: str | None = Field(default=None, min_length=1)
-    """Voice override: a voice model id from the voice library (if the agent allows it)."""
-    first_message: str | None = Field(default=None, min_length=1)
-    """Opening line override, spoken verbatim (if the agent allows it)."""
-    first_message_prompt: str | None = Field(default=None, min_length=1)
-    """Instructions the opening line is generated from (instead of ``first_message``)."""
-    system_prompt: str | None = Field(default=None, min_length=1)
-    """Replaces the agent's system prompt (if the agent allows it; needs an API key)."""
-    name: str | None = Field(default=None, min_length=1, max_length=256)
-    """The session's display name in the console (API-key sessions only)."""
-    record_audio: bool | None = None
-    """Override the agent's recording setting; unset = the agent's."""
-    world_context: bool | None = None
-    """Whether the agent knows the current date and time; unset = the server's (true)."""
-    tool_events: bool = True
-    """Ask the server for tool.started/completed/failed events."""
-    text_only: bool = False
-    """Start without microphone and speaker (typed turns only)."""
-    dynamic_variables: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    """Values for the agent prompt's {{variables}}."""
-    end_user_id: str | None = Field(default=None, max_length=256)
-    """Your own identifier for the person talking (for your records)."""
-    metadata: dict[str, JsonValue] | None = None
-    """Free-form metadata stored with the session."""
-    client_tool_timeout: float = Field(default=15.0, gt=0, le=MAX_TOOL_TIMEOUT)
-    """Default client-side deadline, in seconds, for a client tool call."""
-
-    @field_validator("language")
-    @classmethod
-    def _language_tag(cls, value: str | None) -> str | None:
-        if value is not None and not _LANGUAGE_RE.fullmatch(value):
-            raise ValueError(f"{value!r} is not a language code such as en, ja or pt-BR")
-        return value
-
-    @field_validator("timezone")
-    @classmethod
-    def _known_timezone(cls, value: str | None) -> str | None:
-        if value is not None and not _is_time_zone(value):
-            raise ValueError(f"unknown time zone {value!r} (an IANA name such as Europe/Berlin)")
-        return value
-
-    @model_validator(mode="after")
-    def _one_opener(self) -> SessionSettings:
-        if self.first_message is not None and self.first_message_prompt is not None:
-            raise ValueError("set first_message or first_message_prompt, not both")
-        return self
-
-    @field_validator("dynamic_variables")
-    @classmethod
-    def _few_variables(
-        cls, value: dict[str, str | int | float | bool]
-    ) -> dict[str, str | int | float | bool]:
-        if len(value) > 50:
-            raise ValueError("at most 50 dynamic variables are allowed")
-        return value
-
-
-DeviceSpec = int | str | None
-
-
-class AudioSettings(_Section):
-    """``[audio]``: devices and voice processing."""
-
-    enabled: bool = True
-    """Use the microphone and speaker at all (false = text only)."""
-    input_device: DeviceSpec = None
-    """PortAudio input device index or (part of its) name; unset = system default."""
-    output_device: DeviceSpec = None
-    """PortAudio output device index or (part of its) name; unset = system default."""
-    echo_cancellation: bool = True
-    """Cancel the agent's voice from the microphone signal (needed without headphones)."""
-    noise_suppression: bool = True
-    """Suppress steady background noise."""
-    high_pass_filter: bool = True
-    """Remove low-frequency rumble."""
-    auto_gain: bool = True
-    """Automatic microphone gain control."""
-    talk_mode: TalkMode = "always"
-    """How the microphone opens: always (open mic, echo-cancelled), toggle (a key opens and
-    closes it) or push (hold a key; toggle where the terminal cannot report key release)."""
-
-    @field_validator("input_device", "output_device", mode="before")
-    @classmethod
-    def _numeric_device(cls, value: object) -> object:
-        # Environment values arrive as strings; "3" means device index 3.
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value)
-        return value
-
-
-class UiSettings(_Section):
-    """``[ui]``: the front end."""
-
-    plain: bool | None = None
-    """true = line-oriented output, false = full-screen TUI, unset = TUI when on a terminal."""
-    keys: dict[str, str] = Field(default_factory=dict)
-    """Key bindings, action -> key (see the TUI's help screen for action names). Checked
-    when loading: an unknown action, or a key another action has, is a config error."""
-
-
-class JournalSettings(_Section):
-    """``[journal]``: the record every session leaves in the state directory."""
-
-    enabled: bool = True
-    """Write a journal for every chat and demo session (``--no-journal`` turns it off)."""
-    keep_sessions: int = Field(default=100, ge=1)
-    """Keep at most this many journals (the oldest are deleted when a session starts)."""
-    keep_mb: float = Field(default=200.0, gt=0)
-    """Keep at most this many megabytes of journals (the newest one is always kept)."""
-
-
-class ToolDecl(_Section):
-    """``[tools.NAME]``: one client tool the agent may call on this machine."""
-
-    command: list[str] | None = None
-    """argv list run for each call (never a shell string); params arrive as JSON on stdin."""
-    builtin: bool = False
-    """Enable the built-in tool of this name (open_url, copy_to_clipboard, notify, ...)."""
-    approve: Literal["ask", "always", "never"] | None = None
-    """ask = confirm each call, always = run without asking, never = refuse every call."""
-    timeout: float | None = Field(default=None, gt=0, le=MAX_TOOL_TIMEOUT)
-    """Seconds before the call is abandoned (and its processes killed); at most 120."""
-    cwd: str | None = None
-    """Working directory for command tools."""
-    env: list[str] = Field(default_factory=list)
-    """Names of environment variables passed through to the command (allowlist)."""
-    description: str | None = None
-    """Shown in ``fishtalk tools list`` and in the approval prompt."""
-
-    @field_validator("command", mode="before")
-    @classmethod
-    def _argv_list(cls, value: object) -> object:
-        if isinstance(value, str):
-            raise ValueError(
-                'must be an argv list such as ["notify-send", "done"], not a string '
-                "(fishtalk never runs a shell)"
-            )
-        return value
-
-    @field_validator("command")
-    @classmethod
-    def _non_empty_argv(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and (not value or not value[0]):
-            raise ValueError("must name a program as its first element")
-        return value
-
-    @field_validator("env")
-    @classmethod
-    def _env_names(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise ValueError(f"{name!r} is not an environment variable name")
-        return value
-
-    @model_validator(mode="after")
-    def _command_xor_builtin(self) -> ToolDecl:
-        if self.builtin and self.command is not None:
-            raise ValueError("set either `command` or `builtin = true`, not both")
-        return self
-
-
-class AgentProfile(_Section):
-    """``[agents.NAME]``: a named agent with its own settings (``fishtalk chat NAME``).
-
-    Choosing a profile applies its values over the config file's and the environment's;
-    command-line flags still win.
-    """
-
-    agent_id: str = Field(min_length=1)
-    """The agent's id."""
-    description: str | None = None
-    """Shown by ``fishtalk agents``."""
-    public: bool | None = None
-    """A public agent: no API key, an ``origin`` instead (``api.public``)."""
-    origin: str | None = None
-    """Origin header for a public agent (``api.origin``)."""
-    talk_mode: TalkMode | None = None
-    """How the microphone opens: always, toggle or push."""
-    tools: list[str] | None = None
-    """Client tools offered to this agent, by name; unset = every enabled tool."""
-    session: SessionSettings = Field(default_factory=SessionSettings)
-    """Session settings for this agent (only the keys set here apply)."""
-
-    _url = field_validator("origin")(_check_http_url)
-
-    @field_validator("tools")
-    @classmethod
-    def _tool_names(cls, value: list[str] | None) -> list[str] | None:
-        for name in value or ():
-            if not _TOOL_NAME_RE.match(name):
-                raise ValueError(
-                    f"invalid tool name {name!r}: names must match {TOOL_NAME_PATTERN}"
-                )
-        return value
-
-    def layer(self) -> dict[str, Any]:
-        """The settings this profile sets, as a nested mapping (unset keys left out)."""
-        session: dict[str, Any] = self.session.model_dump(exclude_unset=True)
-        session["agent_id"] = self.agent_id
-        # The profile's opener replaces the file's, whichever kind that one is.
-        openers = ("first_message", "first_message_prompt")
-        for one, other in (openers, openers[::-1]):
-            if one in session:
-                session.setdefault(other, None)
-        layer: dict[str, Any] = {"session": session}
-        api = {
-            key: value
-            for key, value in (("public", self.public), ("origin", self.origin))
-            if value is not None
-        }
-        if api:
-            layer["api"] = api
-        if self.talk_mode is not None:
-            layer["audio"] = {"talk_mode": self.talk_mode}
-        return layer
-
-
-class Settings(_Section):
-    """All fishtalk settings; build one with :func:`load_settings`."""
-
-    api: ApiSettings = Field(default_factory=ApiSettings)
-    session: SessionSettings = Field(default_factory=SessionSettings)
-    audio: AudioSettings = Field(default_factory=AudioSettings)
-    ui: UiSettings = Field(default_factory=UiSettings)
-    journal: JournalSettings = Field(default_factory=JournalSettings)
-    tools: dict[str, ToolDecl] = Field(default_factory=dict)
-    agents: dict[str, AgentProfile] = Field(default_factory=dict)
-    """Agent profiles by name."""
-
-    _profile: str | None = PrivateAttr(default=None)
-
-    @property
-    def profile(self) -> AgentProfile | None:
-        """The agent profile these settings were loaded with, if any."""
-        return self.agents.get(self._profile) if self._profile is not None else None
-
-    @property
-    def profile_name(self) -> str | None:
-        """The name of :attr:`profile`."""
-        return self._profile
-
-    @property
-    def offered_tools(self) -> list[str] | None:
-        """The client tools the active profile offers (None: every enabled tool)."""
-        profile = self.profile
-        return None if profile is None else profile.tools
-
-    @field_validator("agents")
-    @classmethod
-    def _profile_names(cls, value: dict[str, AgentProfile]) -> dict[str, AgentProfile]:
-        for name in value:
-            if not _PROFILE_NAME_RE.match(name):
-                raise ValueError(
-                    f"invalid agent profile name {name!r}: names must match {PROFILE_NAME_PATTERN}"
-                )
-        return value
-
-    @field_validator("tools")
-    @classmethod
-    def _tool_names(cls, value: dict[str, ToolDecl]) -> dict[str, ToolDecl]:
-        for name in value:
-            if not _TOOL_NAME_RE.match(name):
-                raise ValueError(
-                    f"invalid tool name {name!r}: names must match {TOOL_NAME_PATTERN}"
-                )
-        return value
-
-
-# --- loading ----------------------------------------------------------------------------
 
 Sources = dict[tuple[str, ...], str]
 """Which layer set each dotted key last, for error messages."""
@@ -462,18 +138,6 @@ def unknown_profile_message(name: str, names: list[str], path: Path | None = Non
     return f"{message}: declare it as [agents.{name}] with an agent_id"
 
 
-def _is_time_zone(name: str) -> bool:
-    """Whether ``name`` is an IANA time zone this machine knows; True when it knows none
-    (Windows without the tzdata package), so the server decides."""
-    import zoneinfo
-
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return not zoneinfo.available_timezones()
-    return True
-
-
 def _check_keys(
     keys: Mapping[str, str], sources: Sources, path: Path, file_text: str | None
 ) -> None:
@@ -484,10 +148,7 @@ def _check_keys(
         return
     first = problems[0]
     loc = ("ui", "keys", first.action)
-    origin = _origin_of(loc, sources)
-    line = _find_line(file_text, loc) if origin == f"in {path}" else None
-    if line is not None:
-        origin = f"in {path}, line {line}"
+    origin = _located(loc, sources, path, file_text)
     message = f"invalid setting ui.keys.{first.action} {origin}: {first.message}"
     if len(problems) > 1:
         message += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
@@ -635,20 +296,28 @@ def _describe(exc: ValidationError, sources: Sources, path: Path, file_text: str
     first = errors[0]
     loc = tuple(str(p) for p in first["loc"])
     dotted = ".".join(loc) or "settings"
-    origin = _origin_of(loc, sources)
-    line = _find_line(file_text, loc) if origin == f"in {path}" else None
-    if line is not None:
-        origin = f"in {path}, line {line}"
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    # A table-level check (two settings that conflict) blames the settings its message
+    # names, wherever they came from, not whoever first opened the table.
+    named = [
+        key for key in sources if key[:-1] == loc and loc and key[-1] in re.findall(r"\w+", msg)
+    ]
+    origin = ", ".join(sorted({_located(key, sources, path, file_text) for key in named or [loc]}))
     if first["type"] == "extra_forbidden":
         parent_fields = _fields_at(loc[:-1])
         message = f"unknown setting {dotted} {origin}" + _suggest(loc[-1], parent_fields)
     else:
-        msg = str(first["msg"])
-        msg = msg.removeprefix("Value error, ")
         message = f"invalid setting {dotted} {origin}: {msg}"
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return message
+
+
+def _located(loc: tuple[str, ...], sources: Sources, path: Path, file_text: str | None) -> str:
+    """Where the setting at ``loc`` came from, with its line when from the file."""
+    origin = _origin_of(loc, sources)
+    line = _find_line(file_text, loc) if origin == f"in {path}" else None
+    return f"in {path}, line {line}" if line is not None else origin
 
 
 def _origin_of(loc: tuple[str, ...], sources: Sources) -> str:

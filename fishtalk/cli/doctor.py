@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from fishtalk.cli.config import Settings
+    from fishtalk.cli.settings import Settings
 
 
 class Status(enum.Enum):
@@ -92,7 +92,8 @@ def check_config(
 ) -> tuple[Settings | None, Check]:
     """The config loads (file, environment, the agent profile if one is named); where it
     lives."""
-    from fishtalk.cli.config import ConfigError, load_settings
+    from fishtalk.cli.config import load_settings
+    from fishtalk.core.errors import ConfigError
     from fishtalk.engine import paths
 
     path = config_path if config_path is not None else paths.config_file()
@@ -201,8 +202,8 @@ def _portaudio_fix() -> str:
 
 def check_audio(settings: Settings | None, *, mic_seconds: float = 2.0) -> Iterator[Check]:
     """PortAudio's version, the devices and their rates, and the microphone's level."""
+    from fishtalk.core.errors import AudioDeviceError
     from fishtalk.engine.audio.devices import (
-        AudioDeviceError,
         AudioUnavailable,
         import_sounddevice,
         list_devices,
@@ -303,7 +304,7 @@ def check_mic_level(device: int | None, *, seconds: float = 2.0) -> Check:
 
 def check_network() -> Check:
     """The WebRTC precondition: a non-loopback IPv4 interface."""
-    from fishtalk.cli.launch import has_webrtc_network
+    from fishtalk.cli.demo import has_webrtc_network
 
     if has_webrtc_network():
         return Check("network", Status.OK, "a non-loopback interface for WebRTC")

@@ -1,14 +1,22 @@
-"""The one exception tree of fishtalk, and the process exit codes it maps to.
+"""The one exception tree of fishtalk (every :class:`FishtalkError` subclass lives here).
 
 Every failure a user can cause or meet is a :class:`FishtalkError`: ``str(exc)`` is one
-plain sentence meant for the terminal (no traceback, no markup, never a secret) and the
-class carries the exit code the CLI returns. Programming errors stay ordinary exceptions.
+plain sentence meant for the terminal (no traceback, no markup, never a secret). The
+exceptions carry no exit code: the table below them maps classes to codes (the column on
+the right). Programming errors stay ordinary exceptions.
 
 ::
 
-    FishtalkError                         exit_code
+    FishtalkError                         exit code
     ├── ClientConfigError                 2  bad base URL, origin or API key shape
-    ├── ConfigError (fishtalk.cli.config)     2  bad config file / flags
+    ├── ConfigError                       2  bad config file / flags
+    ├── JournalError                      2  a journal that cannot be used
+    ├── AudioDeviceError                  2  a device spec that matches nothing
+    ├── TestFileError, RunLimitError      2  agent tests: bad file, too many sessions
+    ├── ScenarioError, SimServeError      2  the sim: bad scenario, cannot serve
+    ├── SimStartError                     7  the demo's sim could not start
+    ├── SessionEndedError                 1  (AgentSession) the session ended meanwhile
+    │   └── ConnectionFailedError         7  it could not be joined
     ├── SessionApiError                      the session API failed (catch this for any of it)
     │   ├── ApiError (status, reason)        the API answered with an error status
     │   │   ├── BadRequestError           6  400 (override not allowed, malformed JSON)
@@ -34,21 +42,19 @@ class carries the exit code the CLI returns. Programming errors stay ordinary ex
     └── SessionExpiredError               6  grant's join deadline already passed
 
 The CLI catches :class:`FishtalkError` at its edge, prints ``str(exc)`` on one line and
-exits with ``exc.exit_code``.
+exits with the code :func:`exit_code_for` gives.
 
-Exit codes are picked only at the CLI edge (``cli.py`` and ``launch.py``), from one table:
-:func:`exit_code_for` maps how a session ended (its end reason, and the error class that
-ended it, if any) to the process exit code. The error column of that table is the
-``exit_code`` each class above carries; the end-reason column is
-:data:`EXIT_BY_END_REASON`. The README's exit-code table is the reference (a test checks
-both against it).
+:func:`exit_code_for` maps how a session ended (its end reason, and the error that ended
+it, if any) to the process exit code: :data:`EXIT_BY_ERROR` for errors,
+:data:`EXIT_BY_END_REASON` for end reasons. The README's exit-code table is the reference
+(a test checks both against it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Final
+from typing import Any, Final
 
 EXIT_OK: Final = 0
 """Success."""
@@ -73,13 +79,9 @@ EXIT_INTERRUPTED: Final = 130
 class FishtalkError(Exception):
     """Root of every user-facing fishtalk failure; ``str(exc)`` is one line for the user."""
 
-    exit_code: ClassVar[int] = EXIT_ERROR
-
 
 class ClientConfigError(FishtalkError):
     """The API client was given an unusable setting (URL, origin, API key shape)."""
-
-    exit_code: ClassVar[int] = EXIT_USAGE
 
 
 @dataclass(frozen=True)
@@ -102,8 +104,6 @@ class SessionApiError(FishtalkError):
     at all (:class:`ApiTransportError`). Catch this for "creating or ending a session did
     not work", whatever the cause."""
 
-    exit_code: ClassVar[int] = EXIT_UNAVAILABLE
-
 
 class ApiError(SessionApiError):
     """The session API answered with an error status.
@@ -111,8 +111,6 @@ class ApiError(SessionApiError):
     ``status`` is the HTTP status; ``reason`` the machine-readable ``reason`` (or ``code``)
     from the error body when present; ``detail`` the body's human ``message``.
     """
-
-    exit_code: ClassVar[int] = EXIT_UNAVAILABLE
 
     def __init__(
         self, message: str, *, status: int, reason: str | None = None, detail: str | None = None
@@ -129,25 +127,17 @@ class ApiError(SessionApiError):
 class BadRequestError(ApiError):
     """400: well-formed but semantically wrong (e.g. an override the agent does not allow)."""
 
-    exit_code: ClassVar[int] = EXIT_REJECTED
-
 
 class AuthenticationError(ApiError):
     """401: the API key is missing, malformed, invalid or expired."""
-
-    exit_code: ClassVar[int] = EXIT_AUTH
 
 
 class PaymentRequiredError(ApiError):
     """402: the account is out of API credit."""
 
-    exit_code: ClassVar[int] = EXIT_AUTH
-
 
 class ForbiddenError(ApiError):
     """403: the caller may not do this."""
-
-    exit_code: ClassVar[int] = EXIT_AUTH
 
 
 class OriginForbiddenError(ForbiddenError):
@@ -165,25 +155,17 @@ class AgentUnavailableError(ForbiddenError):
 class NotFoundError(ApiError):
     """404: no such agent or session (or it belongs to another team)."""
 
-    exit_code: ClassVar[int] = EXIT_NOT_FOUND
-
 
 class ConflictError(ApiError):
     """409: a state conflict, most often an agent without a published version."""
-
-    exit_code: ClassVar[int] = EXIT_NOT_FOUND
 
 
 class UnsupportedMediaTypeError(ApiError):
     """415: missing body or wrong content type (a client bug)."""
 
-    exit_code: ClassVar[int] = EXIT_REJECTED
-
 
 class RequestValidationError(ApiError):
     """422: field-level validation failed; ``field_errors`` lists each problem."""
-
-    exit_code: ClassVar[int] = EXIT_REJECTED
 
     def __init__(
         self,
@@ -201,8 +183,6 @@ class RequestValidationError(ApiError):
 class RateLimitedError(ApiError):
     """429: public session creation is rate limited; ``retry_after`` in seconds if given."""
 
-    exit_code: ClassVar[int] = EXIT_UNAVAILABLE
-
     def __init__(
         self,
         message: str,
@@ -219,8 +199,6 @@ class RateLimitedError(ApiError):
 class ServerError(ApiError):
     """5xx: the service failed."""
 
-    exit_code: ClassVar[int] = EXIT_UNAVAILABLE
-
 
 class BadGatewayError(ServerError):
     """502: the agent gateway (or another upstream) was unreachable; safe to retry."""
@@ -233,13 +211,9 @@ class ServiceUnavailableError(ServerError):
 class UnexpectedResponseError(ApiError):
     """A status or body the contract does not describe (not JSON, missing fields...)."""
 
-    exit_code: ClassVar[int] = EXIT_UNAVAILABLE
-
 
 class UnsupportedTransportError(FishtalkError):
     """The grant names a transport this version cannot speak; ``transport`` holds it."""
-
-    exit_code: ClassVar[int] = EXIT_REJECTED
 
     def __init__(self, transport: str) -> None:
         super().__init__(
@@ -252,25 +226,77 @@ class UnsupportedTransportError(FishtalkError):
 class SessionExpiredError(FishtalkError):
     """The grant's join deadline (``expires_at``) has passed; create a new session."""
 
-    exit_code: ClassVar[int] = EXIT_REJECTED
-
 
 class ApiTransportError(SessionApiError):
     """No answer from the session API: it timed out or could not be reached."""
-
-    exit_code: ClassVar[int] = EXIT_UNAVAILABLE
 
 
 class ApiTimeoutError(ApiTransportError):
     """The session API did not answer within the configured timeout."""
 
-    exit_code: ClassVar[int] = EXIT_UNAVAILABLE
-
 
 class ApiConnectionError(ApiTransportError):
     """The session API could not be reached (refused, DNS, TLS, network down)."""
 
-    exit_code: ClassVar[int] = EXIT_UNAVAILABLE
+
+class ConfigError(FishtalkError):
+    """Bad configuration: broken TOML, an unknown key, an invalid value, conflicting flags."""
+
+
+class JournalError(FishtalkError):
+    """A journal that cannot be used: missing, not a journal, from a newer fishtalk, or
+    damaged (when the command cannot go on with what was readable)."""
+
+
+class AudioDeviceError(FishtalkError):
+    """A device spec matched nothing usable (the message lists the choices)."""
+
+
+class TestFileError(FishtalkError):
+    """A test file that cannot be read or does not follow the format."""
+
+    __test__ = False  # not a pytest class
+
+
+class RunLimitError(FishtalkError):
+    """The run would open more sessions than ``--max-sessions`` allows."""
+
+
+class ScenarioError(FishtalkError):
+    """A scenario file that cannot be read or does not follow the format."""
+
+
+class SimServeError(FishtalkError):
+    """The simulator could not start (port taken, address not available)."""
+
+
+class SimStartError(FishtalkError):
+    """The demo's simulator could not start (like a connection never established)."""
+
+
+class SessionEndedError(FishtalkError):
+    """The session ended while (or before) you were waiting on it.
+
+    ``reason`` is the end reason (``user_hangup``, ``agent_hangup``, ``connection_lost``,
+    ...); ``result`` says how it ended. Raised by :meth:`AgentSession.send_text`,
+    :meth:`AgentSession.wait_for_reply` and :meth:`AgentSession.wait_for` when what they
+    wait for can no longer happen. (The CLI never raises it: were it to reach the CLI's
+    edge, it would be an unexpected error, exit code 1.)
+    """
+
+    def __init__(self, message: str, *, reason: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        """The end reason."""
+        self.result = result
+        """How the session ended: a :class:`fishtalk.engine.session.EndResult` (None if
+        unknown; typed loosely because core sits below the engine)."""
+
+
+class ConnectionFailedError(SessionEndedError):
+    """The session could not be joined (``connection_failed``): WebRTC could not connect,
+    or the agent never came. Session-API failures raise their own classes
+    (:class:`SessionApiError` and below) instead."""
 
 
 END_UNSUPPORTED_TRANSPORT: Final = "unsupported_transport"
@@ -293,17 +319,45 @@ EXIT_BY_END_REASON: Final[Mapping[str, int]] = {
 open set): a deliberate ending, so it exits 0 like the known ones."""
 
 
+EXIT_BY_ERROR: Final[tuple[tuple[type[FishtalkError], int], ...]] = (
+    (ClientConfigError, EXIT_USAGE),
+    (ConfigError, EXIT_USAGE),
+    (JournalError, EXIT_USAGE),
+    (AudioDeviceError, EXIT_USAGE),
+    (TestFileError, EXIT_USAGE),
+    (RunLimitError, EXIT_USAGE),
+    (ScenarioError, EXIT_USAGE),
+    (SimServeError, EXIT_USAGE),
+    (SimStartError, EXIT_CONNECTION),
+    (ConnectionFailedError, EXIT_CONNECTION),
+    (SessionEndedError, EXIT_ERROR),
+    (BadRequestError, EXIT_REJECTED),
+    (AuthenticationError, EXIT_AUTH),
+    (PaymentRequiredError, EXIT_AUTH),
+    (ForbiddenError, EXIT_AUTH),
+    (NotFoundError, EXIT_NOT_FOUND),
+    (ConflictError, EXIT_NOT_FOUND),
+    (UnsupportedMediaTypeError, EXIT_REJECTED),
+    (RequestValidationError, EXIT_REJECTED),
+    (UnsupportedTransportError, EXIT_REJECTED),
+    (SessionExpiredError, EXIT_REJECTED),
+    (SessionApiError, EXIT_UNAVAILABLE),
+)
+"""Exit code per error class, the most specific first (a subclass of a listed class takes
+its code); a :class:`FishtalkError` not listed exits 1."""
+
+
 def exit_code_for(
     reason: str | None, error: FishtalkError | type[BaseException] | BaseException | None = None
 ) -> int:
     """The process exit code for a session that ended with ``reason`` (and ``error``).
 
-    An error decides when there is one (a :class:`FishtalkError` by its class's
-    ``exit_code``, anything else is unexpected: 1); otherwise the end reason does.
+    An error decides when there is one (a :class:`FishtalkError` by
+    :data:`EXIT_BY_ERROR`, anything else is unexpected: 1); otherwise the end reason does.
     """
     if error is not None:
         cls = error if isinstance(error, type) else type(error)
-        return cls.exit_code if issubclass(cls, FishtalkError) else EXIT_ERROR
+        return next((code for kind, code in EXIT_BY_ERROR if issubclass(cls, kind)), EXIT_ERROR)
     if reason is None:
         return EXIT_ERROR
     return EXIT_BY_END_REASON.get(reason, EXIT_OK)
@@ -313,6 +367,7 @@ __all__ = [
     "END_UNSUPPORTED_TRANSPORT",
     "EXIT_AUTH",
     "EXIT_BY_END_REASON",
+    "EXIT_BY_ERROR",
     "EXIT_CONNECTION",
     "EXIT_ERROR",
     "EXIT_INTERRUPTED",
@@ -327,23 +382,33 @@ __all__ = [
     "ApiError",
     "ApiTimeoutError",
     "ApiTransportError",
+    "AudioDeviceError",
     "AuthenticationError",
     "BadGatewayError",
     "BadRequestError",
     "ClientConfigError",
+    "ConfigError",
     "ConflictError",
+    "ConnectionFailedError",
     "FieldError",
     "FishtalkError",
     "ForbiddenError",
+    "JournalError",
     "NotFoundError",
     "OriginForbiddenError",
     "PaymentRequiredError",
     "RateLimitedError",
     "RequestValidationError",
+    "RunLimitError",
+    "ScenarioError",
     "ServerError",
     "ServiceUnavailableError",
     "SessionApiError",
+    "SessionEndedError",
     "SessionExpiredError",
+    "SimServeError",
+    "SimStartError",
+    "TestFileError",
     "UnexpectedResponseError",
     "UnsupportedMediaTypeError",
     "UnsupportedTransportError",

@@ -37,13 +37,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from fishtalk.core.errors import ScenarioError
     from fishtalk.sim.fish.agent import SimAgent
     from fishtalk.sim.fish.endpoint import SessionEndpoint, SimSession
     from fishtalk.sim.fish.listening import IdleClock
     from fishtalk.sim.fish.scenario import (
         BUILTIN,
         Scenario,
-        ScenarioError,
         builtin_scenario,
         load_scenario,
         parse_scenario,
@@ -59,7 +59,7 @@ _LAZY: dict[str, str] = {
     "SimAgent": "fishtalk.sim.fish.agent",
     "BUILTIN": "fishtalk.sim.fish.scenario",
     "Scenario": "fishtalk.sim.fish.scenario",
-    "ScenarioError": "fishtalk.sim.fish.scenario",
+    "ScenarioError": "fishtalk.core.errors",
     "builtin_scenario": "fishtalk.sim.fish.scenario",
     "load_scenario": "fishtalk.sim.fish.scenario",
     "parse_scenario": "fishtalk.sim.fish.scenario",
@@ -146,7 +146,7 @@ async def run_sim(
     """Run server + endpoint + agent spawner until the block exits.
 
     ``scenario`` may be a :class:`~fishtalk.sim.fish.scenario.Scenario`, a file path or a
-    built-in name. Raises :class:`~fishtalk.sim.fish.scenario.ScenarioError` for a bad file
+    built-in name. Raises :class:`~fishtalk.core.errors.ScenarioError` for a bad file
     or a bad ``agent_overrides`` entry (``[agent]`` settings applied to every scenario
     played, e.g. ``{"think_seconds": 0.3}``; checked before anything listens).
     ``voice`` and ``idle_clock`` (where the agents' idle time comes from) default to the

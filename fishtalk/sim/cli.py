@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from fishtalk.core.errors import EXIT_OK, EXIT_USAGE, FishtalkError
+from fishtalk.core.errors import EXIT_OK, SimServeError
 
 if TYPE_CHECKING:
     from fishtalk.sim.fish.scenario import Scenario
@@ -19,12 +19,6 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 7880
 """The port ``sim serve`` listens on unless told otherwise (LiveKit's usual dev port)."""
 MAX_PORT = 65535
-
-
-class SimServeError(FishtalkError):
-    """The simulator could not start (port taken, address not available)."""
-
-    exit_code = EXIT_USAGE
 
 
 class _StdoutClosed(Exception):

@@ -294,7 +294,7 @@ class FishtalkApp(App[int]):
         try:
             result = await self.session.run()
         except FishtalkError as exc:
-            self.post_message(SessionFinished("error", exc.exit_code, str(exc)))
+            self.post_message(SessionFinished("error", exit_code_for(None, exc), str(exc)))
             return
         except Exception as exc:  # any session crash becomes one line, no traceback
             self.post_message(SessionFinished("error", EXIT_ERROR, f"unexpected error: {exc}"))

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fishtalk.core.conversation.latency import Incomplete, Waterfall
+from fishtalk.core.errors import TestFileError
 from fishtalk.sim import SimInfo
 from fishtalk.workbench.agenttest.command import exit_code
 from fishtalk.workbench.agenttest.report import json_report, junit_xml, summary_lines, write_reports
@@ -27,7 +28,7 @@ from fishtalk.workbench.agenttest.runner import (
     heard_budgets,
     run_tests,
 )
-from fishtalk.workbench.agenttest.spec import STARTER, Expect, TestFileError, parse_test
+from fishtalk.workbench.agenttest.spec import STARTER, Expect, parse_test
 from fishtalk.workbench.agenttest.wavmic import FRAME_BYTES, WavMicrophone, speech_end
 
 from .conftest import FILES

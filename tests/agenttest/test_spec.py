@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from fishtalk.core import conversation as conv
+from fishtalk.core.errors import RunLimitError, TestFileError, exit_code_for
 from fishtalk.workbench.agenttest.command import exit_code
 from fishtalk.workbench.agenttest.report import json_report, junit_xml, result_lines, summary_lines
 from fishtalk.workbench.agenttest.runner import (
     Failure,
-    RunLimitError,
     RunOptions,
     SeenCall,
     TestResult,
@@ -23,13 +23,13 @@ from fishtalk.workbench.agenttest.runner import (
     percentile,
     plan,
 )
-from fishtalk.workbench.agenttest.spec import STARTER, Expect, TestFileError, parse_test
+from fishtalk.workbench.agenttest.spec import STARTER, Expect, parse_test
 
 
 def error_of(text: str) -> str:
     with pytest.raises(TestFileError) as caught:
         parse_test(text, source="t.toml")
-    assert caught.value.exit_code == 2
+    assert exit_code_for(None, caught.value) == 2
     return str(caught.value)
 
 

@@ -41,6 +41,7 @@ from fishtalk.core.errors import (
     UnexpectedResponseError,
     UnsupportedMediaTypeError,
     UnsupportedTransportError,
+    exit_code_for,
 )
 from fishtalk.engine.api import (
     MAX_BODY_BYTES,
@@ -198,7 +199,7 @@ async def test_end_session_not_found(api_server: ScriptedServer) -> None:
         async with key_client(api_server) as client:
             await client.end_session("sess_gone")
     assert "session sess_gone not found" in str(info.value)
-    assert info.value.exit_code == EXIT_NOT_FOUND
+    assert exit_code_for(None, info.value) == EXIT_NOT_FOUND
 
 
 # --- grant problems ---------------------------------------------------------------------------
@@ -210,7 +211,7 @@ async def test_unknown_transport_is_rejected(api_server: ScriptedServer) -> None
         await create(key_client(api_server))
     assert "unsupported transport: webtransport" in str(info.value)
     assert info.value.transport == "webtransport"
-    assert info.value.exit_code == EXIT_REJECTED
+    assert exit_code_for(None, info.value) == EXIT_REJECTED
 
 
 async def test_expired_grant_is_never_returned(api_server: ScriptedServer) -> None:
@@ -220,7 +221,7 @@ async def test_expired_grant_is_never_returned(api_server: ScriptedServer) -> No
         await create(key_client(api_server))
     assert "sess_123" in str(info.value)
     assert "participant-jwt-abc" not in str(info.value)
-    assert info.value.exit_code == EXIT_REJECTED
+    assert exit_code_for(None, info.value) == EXIT_REJECTED
 
 
 async def test_expiry_is_checked_against_the_given_clock(api_server: ScriptedServer) -> None:
@@ -252,7 +253,7 @@ async def test_success_status_with_non_json_body(api_server: ScriptedServer, bod
     with pytest.raises(UnexpectedResponseError) as info:
         await create(key_client(api_server))
     assert "not JSON" in str(info.value)
-    assert info.value.exit_code == EXIT_UNAVAILABLE
+    assert exit_code_for(None, info.value) == EXIT_UNAVAILABLE
 
 
 @pytest.mark.parametrize(
@@ -292,7 +293,7 @@ async def test_400_bad_request(api_server: ScriptedServer) -> None:
     )
     assert info.value.status == 400
     assert info.value.detail == "Override system_prompt is not allowed"
-    assert info.value.exit_code == EXIT_REJECTED
+    assert exit_code_for(None, info.value) == EXIT_REJECTED
 
 
 async def test_400_in_public_mode_explains_keyless_limits(api_server: ScriptedServer) -> None:
@@ -306,7 +307,7 @@ async def test_401_bare_with_www_authenticate(api_server: ScriptedServer) -> Non
     with pytest.raises(AuthenticationError) as info:
         await create(key_client(api_server))
     assert "Authorization header is missing or malformed" in str(info.value)
-    assert info.value.exit_code == EXIT_AUTH
+    assert exit_code_for(None, info.value) == EXIT_AUTH
 
 
 async def test_401_invalid_token(api_server: ScriptedServer) -> None:
@@ -325,7 +326,7 @@ async def test_402_out_of_credit(api_server: ScriptedServer) -> None:
     api_server.script(Reply(402, {"status": 402, "message": "Out of API credit"}))
     with pytest.raises(PaymentRequiredError, match="out of API credit") as info:
         await create(key_client(api_server))
-    assert info.value.exit_code == EXIT_AUTH
+    assert exit_code_for(None, info.value) == EXIT_AUTH
 
 
 @pytest.mark.parametrize(
@@ -366,7 +367,7 @@ async def test_403_causes(
     assert type(info.value) is error
     assert expect in str(info.value)
     assert info.value.reason == reason
-    assert info.value.exit_code == EXIT_AUTH
+    assert exit_code_for(None, info.value) == EXIT_AUTH
 
 
 async def test_403_origin_required_without_an_origin(api_server: ScriptedServer) -> None:
@@ -381,14 +382,14 @@ async def test_404_agent_not_found(api_server: ScriptedServer) -> None:
     with pytest.raises(NotFoundError) as info:
         await create(key_client(api_server), agent="agent_x")
     assert str(info.value) == "agent agent_x not found (or it belongs to another team)"
-    assert info.value.exit_code == EXIT_NOT_FOUND
+    assert exit_code_for(None, info.value) == EXIT_NOT_FOUND
 
 
 async def test_409_no_published_version(api_server: ScriptedServer) -> None:
     api_server.script(Reply(409, {"status": 409, "message": "Agent has no published version"}))
     with pytest.raises(ConflictError, match="has no published version; publish it first") as e:
         await create(key_client(api_server))
-    assert e.value.exit_code == EXIT_NOT_FOUND
+    assert exit_code_for(None, e.value) == EXIT_NOT_FOUND
 
 
 async def test_409_other_conflict(api_server: ScriptedServer) -> None:
@@ -412,7 +413,7 @@ async def test_415_bare(api_server: ScriptedServer) -> None:
     api_server.script(Reply(415))
     with pytest.raises(UnsupportedMediaTypeError, match="HTTP 415") as info:
         await create(key_client(api_server))
-    assert info.value.exit_code == EXIT_REJECTED
+    assert exit_code_for(None, info.value) == EXIT_REJECTED
 
 
 async def test_422_lists_field_errors(api_server: ScriptedServer) -> None:
@@ -445,7 +446,7 @@ async def test_422_lists_field_errors(api_server: ScriptedServer) -> None:
     )
     assert [e.location for e in exc.field_errors] == ["end_user_id", "colour", "timezone"]
     assert exc.field_errors[1].kind == "extra_forbidden"
-    assert exc.exit_code == EXIT_REJECTED
+    assert exit_code_for(None, exc) == EXIT_REJECTED
 
 
 async def test_422_fastapi_detail_shape_and_many_errors(api_server: ScriptedServer) -> None:
@@ -466,7 +467,7 @@ async def test_429_rate_limited_is_not_retried(api_server: ScriptedServer) -> No
         await create(public_client(api_server))
     assert info.value.retry_after == 12
     assert "try again in 12 s" in str(info.value)
-    assert info.value.exit_code == EXIT_UNAVAILABLE
+    assert exit_code_for(None, info.value) == EXIT_UNAVAILABLE
     assert len(api_server.requests) == 1
 
 
@@ -492,7 +493,7 @@ async def test_502_gives_up_after_three_attempts(api_server: ScriptedServer) -> 
         await create(key_client(api_server))
     assert len(api_server.requests) == 3
     assert "HTTP 502 after 3 attempts" in str(info.value)
-    assert info.value.exit_code == EXIT_UNAVAILABLE
+    assert exit_code_for(None, info.value) == EXIT_UNAVAILABLE
 
 
 async def test_503_gives_up_after_three_attempts(api_server: ScriptedServer) -> None:
@@ -563,7 +564,7 @@ async def test_slow_server_times_out_and_is_not_retried(api_server: ScriptedServ
     with pytest.raises(ApiTimeoutError) as info:
         await create(key_client(api_server, timeout=0.3))
     assert "did not answer within 0.3 s" in str(info.value)
-    assert info.value.exit_code == EXIT_UNAVAILABLE
+    assert exit_code_for(None, info.value) == EXIT_UNAVAILABLE
     assert len(api_server.requests) == 1
 
 
@@ -579,7 +580,7 @@ async def test_connection_refused_is_retried_then_reported(
     assert str(info.value) == (
         f"cannot reach the Fish Audio API at {url}: connection refused (3 attempts)"
     )
-    assert info.value.exit_code == EXIT_UNAVAILABLE
+    assert exit_code_for(None, info.value) == EXIT_UNAVAILABLE
     retries = [r for r in caplog.records if "retry" in r.getMessage()]
     assert len(retries) == 2
     for record in caplog.records:
@@ -644,7 +645,7 @@ def test_bad_client_settings_are_config_errors(kwargs: dict[str, Any]) -> None:
     args = {"base_url": "https://api.fish.audio", **kwargs}
     with pytest.raises(ClientConfigError) as info:
         SessionClient(args.pop("base_url"), **args)
-    assert info.value.exit_code == EXIT_USAGE
+    assert exit_code_for(None, info.value) == EXIT_USAGE
     key = kwargs.get("api_key")
     if key and key.strip():
         assert key not in str(info.value)

@@ -22,7 +22,7 @@ from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 
 async def _scenario(va: VirtualAudio, kind: str) -> dict[str, Any]:
-    from fishtalk.cli.config import AudioSettings
+    from fishtalk.cli.settings import AudioSettings
     from fishtalk.engine.audio.backend import SoundDeviceAudio, open_backend
 
     notices: list[str] = []

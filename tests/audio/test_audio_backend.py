@@ -57,7 +57,7 @@ async def open_audio(vaudio: VirtualAudio) -> AsyncIterator[Opener]:
     opened: list[Backend] = []
 
     async def _open(*, raw: bool = False, **kwargs: Any) -> Backend:
-        from fishtalk.cli.config import AudioSettings
+        from fishtalk.cli.settings import AudioSettings
         from fishtalk.engine.audio.backend import SoundDeviceAudio, open_backend
         from fishtalk.engine.audio.devices import resolve_device
 

@@ -41,8 +41,8 @@ def test_resolve_by_index_and_name(vaudio: VirtualAudio) -> None:
 
 
 def test_no_match_lists_the_choices(vaudio: VirtualAudio) -> None:
-    from fishtalk.core.errors import EXIT_USAGE
-    from fishtalk.engine.audio.devices import AudioDeviceError, resolve_device
+    from fishtalk.core.errors import EXIT_USAGE, AudioDeviceError, exit_code_for
+    from fishtalk.engine.audio.devices import resolve_device
 
     with pytest.raises(AudioDeviceError) as caught:
         resolve_device("no such mic", "input")
@@ -51,7 +51,7 @@ def test_no_match_lists_the_choices(vaudio: VirtualAudio) -> None:
     assert f"'{MIC}'" in message
     assert f"'{SPEAKER_MONITOR}'" in message
     assert "\n" not in message
-    assert caught.value.exit_code == EXIT_USAGE
+    assert exit_code_for(None, caught.value) == EXIT_USAGE
 
     with pytest.raises(AudioDeviceError, match="no output device with index 999; choices: "):
         resolve_device(999, "output")
@@ -74,7 +74,7 @@ def _run_open_backend(prelude: str, env: dict[str, str]) -> str:
         """
         from fishtalk.engine.audio import open_backend
         from fishtalk.engine.audio.base import NullAudio
-        from fishtalk.cli.config import AudioSettings
+        from fishtalk.cli.settings import AudioSettings
         backend = open_backend(AudioSettings())
         assert isinstance(backend, NullAudio), backend
         print(backend.description)
@@ -119,7 +119,7 @@ def test_missing_portaudio_gives_text_only(tmp_path: object) -> None:
 
 
 def test_disabled_gives_text_only() -> None:
-    from fishtalk.cli.config import AudioSettings
+    from fishtalk.cli.settings import AudioSettings
     from fishtalk.engine.audio import open_backend
     from fishtalk.engine.audio.base import NullAudio
 
@@ -130,7 +130,7 @@ def test_disabled_gives_text_only() -> None:
 
 
 def test_unknown_device_in_settings_gives_text_only_with_choices(vaudio: VirtualAudio) -> None:
-    from fishtalk.cli.config import AudioSettings
+    from fishtalk.cli.settings import AudioSettings
     from fishtalk.engine.audio import open_backend
     from fishtalk.engine.audio.base import NullAudio
 

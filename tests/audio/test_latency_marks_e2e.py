@@ -18,8 +18,9 @@ import pytest
 from audio_signals import tone
 from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
-from fishtalk.cli.config import Settings, load_settings
+from fishtalk.cli.config import load_settings
 from fishtalk.cli.launch import build_session
+from fishtalk.cli.settings import Settings
 from fishtalk.core import conversation as conv
 from fishtalk.engine import observe
 from fishtalk.engine.paths import CONFIG_PATH_ENV

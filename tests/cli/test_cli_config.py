@@ -105,6 +105,45 @@ def test_broken_config_is_one_line_exit_2(run_cli: Run, tmp_path: Path) -> None:
     assert f"{path}, line 2" in lines[0]
 
 
+def test_flag_conflict_is_blamed_on_the_flags_not_the_config_file(
+    run_cli: Run, isolated_env: Path
+) -> None:
+    from fishtalk.cli.commands.config import example_config_text
+
+    path = user_config(isolated_env)
+    path.parent.mkdir(parents=True)
+    path.write_text(example_config_text(), encoding="utf-8")
+    result = run_cli(
+        "chat", "--agent", "demo", "--first-message", "a", "--first-message-prompt", "b"
+    )
+    assert result.code == 2
+    assert result.err.strip() == (
+        "fishtalk: invalid setting session from the command line: "
+        "set first_message or first_message_prompt, not both"
+    )
+
+
+def test_conflict_between_flag_and_file_names_both(run_cli: Run, tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[session]\nfirst_message = "hi"\n', encoding="utf-8")
+    result = run_cli(
+        "--config", str(path), "chat", "--agent", "demo", "--first-message-prompt", "b"
+    )
+    assert result.code == 2
+    assert "from the command line" in result.err
+    assert f"in {path}, line 2" in result.err
+
+
+def test_bad_talk_mode_names_the_choices_cleanly(run_cli: Run) -> None:
+    result = run_cli("chat", "--agent", "demo", "--talk-mode", "sometimes")
+    assert result.code == 2
+    assert "Value error" not in result.err
+    assert (
+        "Invalid value for '--talk-mode': 'sometimes' is not one of 'always', 'toggle', 'push'."
+        in result.err
+    )
+
+
 def _subprocess(
     *args: str, env_extra: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import fishtalk.cli.app
+import fishtalk.cli.commands.config
 from fishtalk import __version__
 from fishtalk.__main__ import _asks_version
 
@@ -75,7 +75,7 @@ def _explode(*args: object, **kwargs: object) -> object:
 def test_unexpected_error_suggests_debug_only_without_it(
     run_cli: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fishtalk.cli.app, "load", _explode)
+    monkeypatch.setattr(fishtalk.cli.commands.config, "load", _explode)
     quiet = run_cli("config", "show")
     assert quiet.code == 1
     assert quiet.err.strip() == (

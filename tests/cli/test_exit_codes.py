@@ -127,7 +127,7 @@ def test_every_error_class_matches_the_readme() -> None:
         # The error decides, whatever the end reason says.
         for reason in (None, conv.END_USER_HANGUP, conv.END_CONNECTION_LOST):
             code = exit_code_for(reason, cls)
-            assert code == cls.exit_code
+            assert not hasattr(cls, "exit_code"), "exceptions carry no exit code"
             assert code in table, (cls, code)
             assert phrase in table[code], (cls.__name__, code, table[code])
 
@@ -180,6 +180,16 @@ def test_catching_session_api_error_catches_status_and_transport_errors(
 def test_grant_refusals_are_not_api_failures() -> None:
     assert not issubclass(errors.UnsupportedTransportError, errors.SessionApiError)
     assert not issubclass(errors.SessionExpiredError, errors.SessionApiError)
+
+
+def test_every_error_class_lives_in_core_errors() -> None:
+    """One exception tree in one module: every FishtalkError subclass is defined there."""
+    elsewhere = {
+        f"{c.__module__}.{c.__qualname__}"
+        for c in all_error_classes()
+        if c.__module__ != "fishtalk.core.errors"
+    }
+    assert not elsewhere
 
 
 def test_the_tree_is_drawn_once() -> None:

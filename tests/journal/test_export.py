@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from fishtalk.cli.app import main
-from fishtalk.engine.journal.reader import JournalError, read_journal, summarise
+from fishtalk.core.errors import JournalError
+from fishtalk.engine.journal.reader import read_journal, summarise
 from fishtalk.workbench.journal.export import FORMATS, render
 
 HERE = Path(__file__).parent

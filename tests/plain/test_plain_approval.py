@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from pydantic import JsonValue
 
-from fishtalk.cli.config import Settings
 from fishtalk.cli.launch import build_session
+from fishtalk.cli.settings import Settings
 from fishtalk.core.protocol import ClientToolCall
 from fishtalk.engine.tools import ToolContext, ToolOutcome, ToolRegistry, ToolRunner
 from fishtalk.engine.tools.approval import require_approval

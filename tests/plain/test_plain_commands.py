@@ -20,8 +20,8 @@ import pytest
 from line_mode import chat_env, start_chat
 from livekit import rtc
 
-from fishtalk.cli.config import Settings
 from fishtalk.cli.launch import build_session, exit_code
+from fishtalk.cli.settings import Settings
 from fishtalk.core import conversation as conv
 from fishtalk.engine.session import Session
 from fishtalk.plain.line import PlainChat

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import io
 
-from fishtalk.cli.config import Settings
 from fishtalk.cli.launch import build_session, exit_code
+from fishtalk.cli.settings import Settings
 from fishtalk.core import conversation as conv
 from fishtalk.core import protocol as p
 from fishtalk.core.errors import exit_code_for

@@ -14,8 +14,8 @@ import time
 import pytest
 from session_harness import FAST_SLACK, WAIT, Sim, exit_code, until
 
-from fishtalk.cli.config import Settings
 from fishtalk.cli.launch import build_session
+from fishtalk.cli.settings import Settings
 from fishtalk.engine.session import Timeouts
 
 pytestmark = pytest.mark.webrtc
@@ -53,7 +53,7 @@ _NO_NETWORK_SCRIPT = textwrap.dedent(
     """
     import asyncio, subprocess, sys, time
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    from fishtalk.cli.config import Settings
+    from fishtalk.cli.settings import Settings
     from fishtalk.core.errors import exit_code_for
     from fishtalk.cli.launch import build_session
     from fishtalk.engine.session import Timeouts

@@ -9,8 +9,8 @@ import contextlib
 import pytest
 from session_harness import WAIT, until
 
-from fishtalk.cli.config import Settings
 from fishtalk.cli.launch import build_session
+from fishtalk.cli.settings import Settings
 from fishtalk.core import conversation as conv
 from fishtalk.engine import observe
 from fishtalk.sim import SimHandle

@@ -12,8 +12,8 @@ import pytest
 from livekit import rtc
 from session_harness import WAIT, exit_code, until
 
-from fishtalk.cli.config import Settings
 from fishtalk.cli.launch import build_session
+from fishtalk.cli.settings import Settings
 from fishtalk.engine.audio.base import SAMPLES_PER_FRAME, AudioLevels, NoticeCallback
 from fishtalk.engine.tools import ToolContext, ToolRegistry, ToolRunner
 from fishtalk.sim import SimHandle, run_sim

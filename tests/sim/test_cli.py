@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fishtalk.sim.cli import SimServeError, serve
+from fishtalk.core.errors import SimServeError
+from fishtalk.sim.cli import serve
 from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
 from fishtalk.sim.fish.scenario import BUILTIN, builtin_scenario
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from fishtalk.core import protocol as p
+from fishtalk.core.errors import ScenarioError, exit_code_for
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import (
     BUILTIN,
     Raw,
     Scenario,
-    ScenarioError,
     builtin_scenario,
     load_scenario,
     parse_scenario,
@@ -83,7 +83,7 @@ def test_bad_scenarios_are_one_line_errors(text: str, message: str) -> None:
     assert message in str(info.value)
     assert str(info.value).startswith("scenario t.toml: ")
     assert "\n" not in str(info.value)
-    assert info.value.exit_code == 2
+    assert exit_code_for(None, info.value) == 2
 
 
 def test_unreadable_and_unknown() -> None:

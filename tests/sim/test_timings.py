@@ -33,11 +33,11 @@ from typing import Any, cast
 import pytest
 
 from fishtalk.core import protocol as p
+from fishtalk.core.errors import ScenarioError
 from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
 from fishtalk.sim.fish.scenario import (
     AgentSettings,
-    ScenarioError,
     builtin_scenario,
     check_agent_overrides,
     parse_agent_setting,

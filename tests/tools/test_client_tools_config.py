@@ -15,7 +15,7 @@ import pytest
 from session_harness import WAIT, Sim, until
 from test_tools_command import gone
 
-from fishtalk.cli.config import Settings, ToolDecl
+from fishtalk.cli.settings import Settings, ToolDecl
 from fishtalk.core import protocol as p
 from fishtalk.engine.tools import ApprovalRequest
 from fishtalk.engine.tools.build import build_runner

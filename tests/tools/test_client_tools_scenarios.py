@@ -20,8 +20,9 @@ import pytest
 from session_harness import WAIT, ScriptedAgent, Sim
 from test_client_tools_config import wait_gone, wait_pids
 
-from fishtalk.cli.config import Settings, ToolDecl, load_settings
+from fishtalk.cli.config import load_settings
 from fishtalk.cli.launch import build_session, tool_runner
+from fishtalk.cli.settings import Settings, ToolDecl
 from fishtalk.core import protocol as p
 from fishtalk.engine.host import HostLink
 from fishtalk.engine.paths import CONFIG_PATH_ENV

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.cli.config import ConfigError, Settings, ToolDecl
+from fishtalk.cli.settings import Settings, ToolDecl
+from fishtalk.core.errors import ConfigError
 from fishtalk.core.protocol import ClientToolCall
 from fishtalk.engine.tools.build import build_registry, build_runner, describe_tools
 from fishtalk.engine.tools.registry import ApprovalRequest

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from fishtalk.cli.config import Settings, load_settings
-from fishtalk.cli.launch import DEMO_BUILTINS, demo_settings
+from fishtalk.cli.config import load_settings
+from fishtalk.cli.demo import DEMO_BUILTINS, demo_settings
+from fishtalk.cli.settings import Settings
 from fishtalk.core.protocol import (
     ClientToolCall,
     ClientToolResult,

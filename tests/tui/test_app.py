@@ -309,10 +309,11 @@ async def test_connection_lost_exit_code() -> None:
 
 
 async def test_session_error_before_connect() -> None:
-    from fishtalk.core.errors import FishtalkError
+    from fishtalk.core.errors import AuthenticationError
 
-    class Refused(FishtalkError):
-        exit_code = 3
+    class Refused(AuthenticationError):  # exits 3, by the CLI's table
+        def __init__(self, message: str) -> None:
+            super().__init__(message, status=401)
 
     class Failing(ScriptedSession):
         async def run(self):  # type: ignore[override]

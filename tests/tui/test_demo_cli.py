@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.cli.launch import NO_WEBRTC_NETWORK, wants_tui
+from fishtalk.cli.demo import NO_WEBRTC_NETWORK
+from fishtalk.cli.front_ends import wants_tui
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 

@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from textual.widgets import Footer, Static
 
 from fishtalk.core import conversation as c
-from fishtalk.core.errors import EXIT_INTERRUPTED, FishtalkError
+from fishtalk.core.errors import EXIT_INTERRUPTED, AuthenticationError
 from fishtalk.core.protocol import UserHangup
 from fishtalk.engine.session import EndResult
 from fishtalk.tui.app import FishtalkApp
@@ -157,8 +157,9 @@ async def test_hang_up_leaves_a_summary_line_on_stdout() -> None:
 
 
 async def test_failures_go_to_stderr_and_a_call_that_never_started_has_no_counts() -> None:
-    class Refused(FishtalkError):
-        exit_code = 3
+    class Refused(AuthenticationError):  # exits 3, by the CLI's table
+        def __init__(self, message: str) -> None:
+            super().__init__(message, status=401)
 
     class Failing(ScriptedSession):
         async def run(self) -> EndResult:

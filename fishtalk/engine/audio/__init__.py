@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fishtalk.cli.config import AudioSettings
+    from fishtalk.cli.settings import AudioSettings
     from fishtalk.engine.audio.base import AudioBackend, NoticeCallback
 
 

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from fishtalk.core.errors import AudioDeviceError
 from fishtalk.engine import native
 from fishtalk.engine.aio import in_daemon_thread
 from fishtalk.engine.audio.base import (
@@ -59,7 +60,6 @@ from fishtalk.engine.audio.base import (
     SpeechEndedCallback,
 )
 from fishtalk.engine.audio.devices import (
-    AudioDeviceError,
     AudioUnavailable,
     DeviceKind,
     StreamFormat,
@@ -75,7 +75,7 @@ from fishtalk.engine.audio.vad import EnergyVad
 if TYPE_CHECKING:
     from livekit import rtc
 
-    from fishtalk.cli.config import AudioSettings
+    from fishtalk.cli.settings import AudioSettings
 
 Int16Array = npt.NDArray[np.int16]
 _log = logging.getLogger(__name__)

@@ -13,9 +13,9 @@ import sys
 import time
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from fishtalk.core.errors import EXIT_USAGE, FishtalkError
+from fishtalk.core.errors import AudioDeviceError
 
 DeviceKind = Literal["input", "output"]
 
@@ -28,12 +28,6 @@ _FALLBACK_RATES = (48_000, 44_100, 96_000, 32_000, 24_000, 16_000)
 
 class AudioUnavailable(Exception):
     """Audio cannot work at all here; ``str(exc)`` is the one-line text-only reason."""
-
-
-class AudioDeviceError(FishtalkError):
-    """A device spec matched nothing usable (the message lists the choices)."""
-
-    exit_code: ClassVar[int] = EXIT_USAGE
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fishtalk.cli.config import Settings
+    from fishtalk.cli.settings import Settings
 
 
 def audio_wanted(settings: Settings) -> bool:
@@ -23,7 +23,7 @@ def audio_wanted(settings: Settings) -> bool:
 def check_named_devices(settings: Settings) -> None:
     """Resolve ``audio.input_device`` / ``audio.output_device`` when set and audio is on.
 
-    Raises :class:`~fishtalk.engine.audio.devices.AudioDeviceError` (exit 2, the choices in its
+    Raises :class:`~fishtalk.core.errors.AudioDeviceError` (exit 2, the choices in its
     message) when a named device matches nothing. Imports sounddevice only when a device
     was named. Without PortAudio it returns quietly: the session explains text-only mode.
     """

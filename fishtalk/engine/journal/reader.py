@@ -17,22 +17,15 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
-from fishtalk.core.errors import EXIT_USAGE, FishtalkError
+from fishtalk.core.errors import JournalError
 from fishtalk.engine.journal import FORMAT, JOURNAL_VERSION, SUFFIX
 
 LATEST: Final = "latest"
 """The reference that names the newest journal."""
 MAX_LINE_CHARS: Final = 8_000_000
 """A line longer than this is damage, not a record."""
-
-
-class JournalError(FishtalkError):
-    """A journal that cannot be used: missing, not a journal, from a newer fishtalk, or
-    damaged (when the command cannot go on with what was readable). Exit code 2."""
-
-    exit_code: ClassVar[int] = EXIT_USAGE
 
 
 @dataclass(frozen=True, slots=True)

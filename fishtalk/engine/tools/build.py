@@ -2,7 +2,7 @@
 
 :func:`build_registry` is strict: a bad declaration (unknown built-in, duplicate name,
 plugin that cannot load, secret in an env allowlist...) raises
-:class:`~fishtalk.cli.config.ConfigError`. :func:`describe_tools` reports the same facts per
+:class:`~fishtalk.core.errors.ConfigError`. :func:`describe_tools` reports the same facts per
 tool without raising, for ``fishtalk tools list``. A command whose program or working
 directory is missing is registered anyway (it may appear later) and fails per call.
 """
@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fishtalk.cli.config import ConfigError, Settings, ToolDecl
+from fishtalk.cli.settings import Settings, ToolDecl
+from fishtalk.core.errors import ConfigError
 from fishtalk.engine.tools import plugins
 from fishtalk.engine.tools.approval import ApproveMode
 from fishtalk.engine.tools.builtins import BUILTINS, BuiltinOptions, make_builtin

@@ -96,13 +96,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
-from fishtalk.core.errors import EXIT_USAGE, FishtalkError
-
-
-class ScenarioError(FishtalkError):
-    """A scenario file that cannot be read or does not follow the format."""
-
-    exit_code = EXIT_USAGE
+from fishtalk.core.errors import ScenarioError
 
 
 class _Model(BaseModel):

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.errors import EXIT_USAGE, FishtalkError
+from fishtalk.core.errors import EXIT_USAGE, FishtalkError, RunLimitError, exit_code_for
 from fishtalk.engine.audio.base import SAMPLE_RATE
 from fishtalk.workbench.agenttest.spec import Expect, TestFile, ToolCall, Turn
 
@@ -41,12 +41,6 @@ HANGUP_TIMEOUT: Final = 15.0
 """Seconds a hangup may take before the test gives up on it."""
 
 Status = Literal["passed", "failed", "error"]
-
-
-class RunLimitError(FishtalkError):
-    """The run would open more sessions than ``--max-sessions`` allows (exit 2)."""
-
-    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True)
@@ -619,7 +613,7 @@ async def run_test(
                     async with asyncio.timeout(HANGUP_TIMEOUT):
                         await session.hangup()
     except FishtalkError as exc:
-        from fishtalk.agent_session import SessionEndedError
+        from fishtalk.core.errors import SessionEndedError
 
         if not isinstance(exc, SessionEndedError) or not windows:
             return _errored(result, exc, started)
@@ -728,7 +722,7 @@ def _states(events: Sequence[tuple[float, conv.Change]]) -> list[str]:
 def _errored(result: TestResult, exc: FishtalkError, started: float) -> TestResult:
     result.status = "error"
     result.error = str(exc)
-    result.exit_code = exc.exit_code
+    result.exit_code = exit_code_for(None, exc)
     result.duration = time.monotonic() - started
     return result
 
@@ -742,7 +736,7 @@ async def _do_turn(
     clips: Mapping[str, bytes] | None = None,
     events: Sequence[tuple[float, conv.Change]] | None = None,
 ) -> None:
-    from fishtalk.agent_session import SessionEndedError
+    from fishtalk.core.errors import SessionEndedError
 
     action = turn.action
     try:

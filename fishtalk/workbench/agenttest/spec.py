@@ -65,17 +65,10 @@ from pydantic import (
     model_validator,
 )
 
-from fishtalk.core.errors import EXIT_USAGE, FishtalkError
+from fishtalk.core.errors import TestFileError
 
 DEFAULT_TIMEOUT: Final = 30.0
 """Seconds each turn may take unless the file says otherwise."""
-
-
-class TestFileError(FishtalkError):
-    """A test file that cannot be read or does not follow the format (exit 2)."""
-
-    __test__ = False  # not a pytest class
-    exit_code = EXIT_USAGE
 
 
 class _Model(BaseModel):

@@ -14,8 +14,9 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Final
 
+from fishtalk.core.errors import JournalError
 from fishtalk.core.text import strip
-from fishtalk.engine.journal.reader import JournalError, Summary, read_journal, summarise
+from fishtalk.engine.journal.reader import Summary, read_journal, summarise
 from fishtalk.workbench.journal.export import clock, to_data
 
 TOLERANCE: Final = 0.5

@@ -1,0 +1,348 @@
+"""The options several commands share: connection, session overrides, audio and journal."""
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Final
+
+import typer
+
+from fishtalk.cli.completion import (
+    complete_input_devices,
+    complete_output_devices,
+    complete_profiles,
+)
+from fishtalk.cli.shared import fail
+from fishtalk.core.errors import EXIT_USAGE
+
+if TYPE_CHECKING:
+    from fishtalk.engine.metrics import MetricsFile
+
+
+# Connection options shared by the commands that talk to the session API.
+AgentOption = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        metavar="ID|PROFILE",
+        help="Agent id, or the name of an [agents.NAME] profile (default: session.agent_id).",
+        autocompletion=complete_profiles,
+    ),
+]
+ProfileArgument = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="PROFILE",
+        # Described in each command's help text instead: typer would label it "<str>".
+        hidden=True,
+        autocompletion=complete_profiles,
+        show_default=False,
+    ),
+]
+PROFILE_HELP = (
+    "PROFILE names an agent profile from the config ([agents.NAME]; `fishtalk agents` lists "
+    "them): its agent id, public/origin choice and session settings apply, and flags still "
+    "win. --agent takes a profile name or an agent id."
+)
+ApiUrlOption = Annotated[
+    str | None,
+    typer.Option("--api-url", metavar="URL", help="API base URL (default: api.url)."),
+]
+PublicOption = Annotated[
+    bool | None,
+    typer.Option("--public/--no-public", help="Public agent: no API key, send an Origin."),
+]
+OriginOption = Annotated[
+    str | None,
+    typer.Option("--origin", metavar="URL", help="Origin header for a public agent."),
+]
+
+
+LatencyOption = Annotated[
+    bool,
+    typer.Option(
+        "--latency",
+        help="Line mode: after each agent turn, a line with how long it took to be heard.",
+    ),
+]
+MetricsJsonOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--metrics-json",
+        metavar="PATH",
+        help="When the call ends, write every turn's latency waterfall, the interrupts "
+        "and p50/p95/worst to PATH as JSON (mode 0600).",
+    ),
+]
+
+
+def metrics_file(path: Path | None) -> "MetricsFile | None":
+    """Open the ``--metrics-json`` file before the call starts (a bad path: exit 2)."""
+    if path is None:
+        return None
+    from fishtalk.engine.metrics import MetricsFile
+
+    try:
+        return MetricsFile.open(path)
+    except OSError as exc:
+        fail(f"cannot write metrics to {path}: {exc.strerror or exc}", EXIT_USAGE)
+
+
+# Session overrides: what the session API accepts and the config can set ([session]).
+LanguageOption = Annotated[
+    str | None,
+    typer.Option(
+        "--language", metavar="LANG", help="Language override, e.g. en (session.language)."
+    ),
+]
+TimezoneOption = Annotated[
+    str | None,
+    typer.Option(
+        "--timezone", metavar="TZ", help="IANA time zone, e.g. Europe/Berlin (session.timezone)."
+    ),
+]
+VoiceOption = Annotated[
+    str | None,
+    typer.Option("--voice", metavar="ID", help="Voice override: a voice id (session.voice_id)."),
+]
+FirstMessageOption = Annotated[
+    str | None,
+    typer.Option(
+        "--first-message", metavar="TEXT", help="Opening line, verbatim (session.first_message)."
+    ),
+]
+FirstMessagePromptOption = Annotated[
+    str | None,
+    typer.Option(
+        "--first-message-prompt",
+        metavar="TEXT",
+        help="Instructions for the opening line (session.first_message_prompt).",
+    ),
+]
+SystemPromptOption = Annotated[
+    str | None,
+    typer.Option(
+        "--system-prompt", metavar="TEXT", help="Replace the system prompt (session.system_prompt)."
+    ),
+]
+SessionNameOption = Annotated[
+    str | None,
+    typer.Option(
+        "--session-name", metavar="NAME", help="Display name in the console (session.name)."
+    ),
+]
+EndUserOption = Annotated[
+    str | None,
+    typer.Option(
+        "--end-user-id", metavar="ID", help="Your id for the person talking (session.end_user_id)."
+    ),
+]
+VarOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--var",
+        metavar="KEY=VALUE",
+        help="A prompt {{variable}}; repeat for more (session.dynamic_variables).",
+    ),
+]
+MetadataOption = Annotated[
+    str | None,
+    typer.Option(
+        "--metadata",
+        metavar="JSON",
+        help="A JSON object stored with the session (session.metadata).",
+    ),
+]
+ServerRecordingOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--server-recording/--no-server-recording",
+        help="Override whether Fish records the call's audio (session.record_audio); "
+        "--record-audio records it here instead.",
+        show_default=False,
+    ),
+]
+WorldContextOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--world-context/--no-world-context",
+        help="Tell the agent the date and time (session.world_context).",
+        show_default=False,
+    ),
+]
+ToolEventsOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--tool-events/--no-tool-events",
+        help="Ask for tool.* events (session.tool_events).",
+        show_default=False,
+    ),
+]
+
+
+@dataclass
+class SessionFlags:
+    """The session-override flags of one command, as given (None: not given)."""
+
+    language: str | None = None
+    timezone: str | None = None
+    voice: str | None = None
+    first_message: str | None = None
+    first_message_prompt: str | None = None
+    system_prompt: str | None = None
+    session_name: str | None = None
+    end_user_id: str | None = None
+    var: list[str] | None = None
+    metadata: str | None = None
+    record_audio: bool | None = None
+    world_context: bool | None = None
+    tool_events: bool | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        """Dotted config overrides; a malformed --var or --metadata is a ConfigError."""
+        from fishtalk.core.errors import ConfigError
+
+        variables: dict[str, str] | None = None
+        for item in self.var or ():
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--var {item!r}: expected KEY=VALUE")
+            variables = {**(variables or {}), key.strip(): value}
+        metadata: Any = None
+        if self.metadata is not None:
+            try:
+                metadata = json.loads(self.metadata)
+            except ValueError as exc:
+                raise ConfigError(f"--metadata: not valid JSON: {exc}") from None
+            if not isinstance(metadata, dict):
+                raise ConfigError("--metadata: must be a JSON object")
+        return {
+            "session.language": self.language,
+            "session.timezone": self.timezone,
+            "session.voice_id": self.voice,
+            "session.first_message": self.first_message,
+            "session.first_message_prompt": self.first_message_prompt,
+            "session.system_prompt": self.system_prompt,
+            "session.name": self.session_name,
+            "session.end_user_id": self.end_user_id,
+            "session.dynamic_variables": variables,
+            "session.metadata": metadata,
+            "session.record_audio": self.record_audio,
+            "session.world_context": self.world_context,
+            "session.tool_events": self.tool_events,
+        }
+
+
+InputDeviceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--input-device",
+        metavar="DEV",
+        help="Microphone: an index or part of a name from `fishtalk devices` "
+        "(audio.input_device). A name that matches nothing stops with the choices (exit 2).",
+        autocompletion=complete_input_devices,
+    ),
+]
+OutputDeviceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--output-device",
+        metavar="DEV",
+        help="Speaker: an index or part of a name from `fishtalk devices` (audio.output_device).",
+        autocompletion=complete_output_devices,
+    ),
+]
+TALK_MODES: Final = ("always", "toggle", "push")
+
+
+def _talk_mode(value: str | None) -> str | None:
+    """Check ``--talk-mode`` here: typer's own check of a Literal leaks pydantic's
+    "Value error," prefix into the message."""
+    if value is not None and value not in TALK_MODES:
+        choices = ", ".join(repr(mode) for mode in TALK_MODES)
+        raise typer.BadParameter(f"{value!r} is not one of {choices}.")
+    return value
+
+
+TalkModeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--talk-mode",
+        metavar="<always|toggle|push>",
+        callback=_talk_mode,
+        help="When the microphone is open (audio.talk_mode): always (open mic, echo-"
+        "cancelled), toggle (F5 opens and closes it; /talk in line mode) or push (hold F5; "
+        "toggle where the terminal cannot report key releases).",
+    ),
+]
+NoAudioOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-audio",
+        help="No microphone or speaker (audio.enabled = false); replies still show as text.",
+    ),
+]
+
+
+NoJournalOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-journal",
+        help="Write no journal for this session (by default every session leaves one in the "
+        "state directory; see `fishtalk sessions`).",
+    ),
+]
+JournalOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--journal",
+        metavar="PATH",
+        dir_okay=False,
+        help="Write this session's journal to PATH (JSON Lines, mode 0600) instead.",
+    ),
+]
+EventsOption = Annotated[
+    bool,
+    typer.Option(
+        "--events",
+        help="Line mode: print every journal record to stdout as JSON Lines (for jq); the "
+        "conversation's lines go to stderr.",
+    ),
+]
+
+
+RecordAudioOption = Annotated[
+    bool,
+    typer.Option(
+        "--record-audio",
+        help="Also record the call as one stereo WAV file (microphone left, agent right) "
+        "beside the journal, on the journal's clock.",
+    ),
+]
+
+
+def journal_choice(no_journal: bool, journal: Path | None, events: bool, record_audio: bool) -> Any:
+    from fishtalk.cli.launch import JournalChoice
+
+    return JournalChoice(
+        enabled=not no_journal,
+        path=journal,
+        events=sys.stdout if events else None,
+        record_audio=record_audio,
+    )
+
+
+def audio_overrides(
+    input_device: str | None,
+    output_device: str | None,
+    no_audio: bool,
+    talk_mode: str | None = None,
+) -> dict[str, Any]:
+    """Dotted config overrides for the audio flags (unset flags leave the config alone)."""
+    return {
+        "audio.input_device": input_device,
+        "audio.output_device": output_device,
+        "audio.enabled": False if no_audio else None,
+        "audio.talk_mode": talk_mode,
+    }
