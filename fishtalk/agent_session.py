@@ -42,7 +42,7 @@ from fishtalk.core import conversation as conv
 from fishtalk.core.errors import EXIT_CONNECTION, EXIT_ERROR, FishtalkError
 from fishtalk.engine.aio import in_daemon_thread
 from fishtalk.engine.native import let_sdk_settle
-from fishtalk.engine.tools.registry import Approver, ToolContext, ToolRegistry
+from fishtalk.engine.tools.registry import Approver, ToolContext
 from fishtalk.engine.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 
 if TYPE_CHECKING:
@@ -304,38 +304,26 @@ class AgentSession:
         tool_timeout: float,
         approve: Approver | None,
     ) -> ToolRunner:
-        if config_tools is not False:
-            from fishtalk.cli.config import load_settings
-            from fishtalk.engine.tools.build import build_registry
+        from fishtalk.engine import parts
+        from fishtalk.engine.tools.declared import read_config_tools
 
-            path = None if config_tools is True else Path(config_tools)
-            settings = load_settings(path)
-            registry = build_registry(settings)
-        else:
-            registry = ToolRegistry()
-        for tool_name, handler in (client_tools or {}).items():
-            registry.register(tool_name, handler, replace=True)
-        return ToolRunner(registry, default_timeout=tool_timeout, approver=approve)
+        declared = None
+        if config_tools is not False:
+            declared = read_config_tools(None if config_tools is True else Path(config_tools))
+        return parts.tool_runner(
+            declared, handlers=client_tools, default_timeout=tool_timeout, approver=approve
+        )
 
     def _audio(self) -> AudioBackend | Callable[[Callable[[str], None]], AudioBackend] | None:
+        from fishtalk.engine import parts
+        from fishtalk.engine.audio.options import DeviceOptions
+
         option = self._audio_option
         if option is False:
             return None
         if option is True or isinstance(option, AudioDevices):
             devices = option if isinstance(option, AudioDevices) else AudioDevices()
-
-            def make(notice: Callable[[str], None]) -> AudioBackend:
-                from fishtalk.cli.config import AudioSettings
-                from fishtalk.engine.audio import open_backend
-                from fishtalk.engine.audio.base import NullAudio
-
-                settings = AudioSettings(input_device=devices.input, output_device=devices.output)
-                backend = open_backend(settings, notice=notice)
-                if isinstance(backend, NullAudio):
-                    notice(backend.description)
-                return backend
-
-            return make
+            return parts.audio_factory(DeviceOptions(devices.input, devices.output))
         return option
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -398,28 +386,23 @@ class AgentSession:
         return self._journal.path if self._journal is not None else None
 
     def _open_journal(self, session: Session) -> JournalWriter | None:
-        from fishtalk.engine import paths
+        from fishtalk.engine import parts, paths
         from fishtalk.engine.journal import SUFFIX
-        from fishtalk.engine.journal.writer import JournalWriter, new_journal_id
+        from fishtalk.engine.journal.writer import new_journal_id
 
         if self._journal_to is True:
             path = paths.journal_dir() / f"{new_journal_id()}{SUFFIX}"
         else:
             assert not isinstance(self._journal_to, bool)
             path = Path(self._journal_to)
-        try:
-            writer = JournalWriter(
-                path,
-                agent_id=self._request.agent_id if self._request is not None else None,
-                front_end="python",
-                spoken=not self._text_only,
-                levels=session.audio_levels,
-            )
-        except OSError as exc:
-            session.notice(f"No journal for this session: {exc}")
-            return None
-        session.add_observer(writer.observe)
-        return writer
+        return parts.open_journal(
+            session,
+            path,
+            agent_id=self._request.agent_id if self._request is not None else None,
+            front_end="python",
+            spoken=not self._text_only,
+            what="session",
+        )
 
     async def hangup(self) -> EndResult:
         """End the session (``user.hangup``, then disconnect) and wait for the end; returns

@@ -10,18 +10,11 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from fishtalk.cli.config import (
-    SECRET_ENV_NAMES,
-    AgentProfile,
-    ConfigError,
-    Settings,
-    ToolDecl,
-    is_secret_env_name,
-    load_settings,
-    redacted_dict,
-)
-from fishtalk.core.errors import EXIT_USAGE, FishtalkError
+from fishtalk.cli.config import AgentProfile, Settings, load_settings, redacted_dict
+from fishtalk.core.errors import EXIT_USAGE, ConfigError, FishtalkError
 from fishtalk.engine import paths
+from fishtalk.engine.tools.declared import ToolDecl
+from fishtalk.engine.tools.secret_env import SECRET_ENV_NAMES, is_secret_env_name
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "config.example.toml"

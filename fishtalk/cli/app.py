@@ -116,7 +116,8 @@ def resolve_agent(name: str | None, agent: str | None) -> tuple[str | None, str 
     """
     if name is None and agent is None:
         return None, None
-    from fishtalk.cli.config import ConfigError, close_profile, unknown_profile_message
+    from fishtalk.cli.config import close_profile, unknown_profile_message
+    from fishtalk.core.errors import ConfigError
 
     profiles = list(load().agents)
     if name is not None:
@@ -388,7 +389,7 @@ class SessionFlags:
 
     def overrides(self) -> dict[str, Any]:
         """Dotted config overrides; a malformed --var or --metadata is a ConfigError."""
-        from fishtalk.cli.config import ConfigError
+        from fishtalk.core.errors import ConfigError
 
         variables: dict[str, str] | None = None
         for item in self.var or ():
@@ -550,7 +551,7 @@ def config_init(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
 ) -> None:
     """Write the documented example config to the config path (mode 0600)."""
-    from fishtalk.cli.config import ConfigError
+    from fishtalk.core.errors import ConfigError
 
     path = _target_config_path()
     if path.exists() and not force:
@@ -652,7 +653,9 @@ def tools_run(
     approver = choose_approver(
         terminal_approver(), answers_from=sys.stdin, question_to=sys.stderr, assume_yes=yes
     )
-    runner = build_runner(settings, approver=approver)
+    runner = build_runner(
+        settings, default_timeout=settings.session.client_tool_timeout, approver=approver
+    )
     if name not in runner.registry:
         typer.echo(
             f"fishtalk: {strip(unknown_tool_message(name, runner.registry.names()))}", err=True

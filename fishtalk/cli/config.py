@@ -29,7 +29,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from pydantic import (
     BaseModel,
@@ -43,39 +43,26 @@ from pydantic import (
     model_validator,
 )
 
-from fishtalk.core.errors import EXIT_USAGE, FishtalkError
+from fishtalk.core.errors import ConfigError
 from fishtalk.core.protocol import TOOL_NAME_PATTERN
 from fishtalk.core.talk import TalkMode
 from fishtalk.engine import paths
+from fishtalk.engine.tools.declared import ToolDecl, check_tool_names
+from fishtalk.engine.tools.registry import MAX_TOOL_TIMEOUT
+from fishtalk.engine.tools.secret_env import (
+    ENV_ALIASES,
+    SECRET_KEYS,
+    env_setting,
+)
 from fishtalk.tui.actions import key_problems
 
 DEFAULT_API_URL: Final = "https://api.fish.audio"
-MAX_TOOL_TIMEOUT: Final = 120.0
-"""The server's hard ceiling on a client tool's ``timeout_seconds``."""
-
-ENV_API_KEY: Final = "FISH_API_KEY"
-ENV_PREFIX: Final = "FISHTALK_"
-ENV_ALIASES: Final[Mapping[str, tuple[str, str]]] = {
-    ENV_API_KEY: ("api", "api_key"),
-    "FISHTALK_API_URL": ("api", "url"),
-    "FISHTALK_AGENT": ("session", "agent_id"),
-    "FISHTALK_ORIGIN": ("api", "origin"),
-}
-"""Short environment variables, each naming one setting."""
-
 _TOOL_NAME_RE: Final = re.compile(TOOL_NAME_PATTERN)
 _LANGUAGE_RE: Final = re.compile(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*")
 PROFILE_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 _PROFILE_NAME_RE: Final = re.compile(PROFILE_NAME_PATTERN)
 """always = open mic with echo cancellation; toggle = one key opens and closes the mic;
 push = hold a key (where the terminal reports key release)."""
-_SECRET_KEYS: Final = frozenset({("api", "api_key")})
-
-
-class ConfigError(FishtalkError):
-    """Bad configuration: broken TOML, an unknown key, an invalid value. Exit code 2."""
-
-    exit_code = EXIT_USAGE
 
 
 class _Section(BaseModel):
@@ -229,56 +216,6 @@ class JournalSettings(_Section):
     """Keep at most this many megabytes of journals (the newest one is always kept)."""
 
 
-class ToolDecl(_Section):
-    """``[tools.NAME]``: one client tool the agent may call on this machine."""
-
-    command: list[str] | None = None
-    """argv list run for each call (never a shell string); params arrive as JSON on stdin."""
-    builtin: bool = False
-    """Enable the built-in tool of this name (open_url, copy_to_clipboard, notify, ...)."""
-    approve: Literal["ask", "always", "never"] | None = None
-    """ask = confirm each call, always = run without asking, never = refuse every call."""
-    timeout: float | None = Field(default=None, gt=0, le=MAX_TOOL_TIMEOUT)
-    """Seconds before the call is abandoned (and its processes killed); at most 120."""
-    cwd: str | None = None
-    """Working directory for command tools."""
-    env: list[str] = Field(default_factory=list)
-    """Names of environment variables passed through to the command (allowlist)."""
-    description: str | None = None
-    """Shown in ``fishtalk tools list`` and in the approval prompt."""
-
-    @field_validator("command", mode="before")
-    @classmethod
-    def _argv_list(cls, value: object) -> object:
-        if isinstance(value, str):
-            raise ValueError(
-                'must be an argv list such as ["notify-send", "done"], not a string '
-                "(fishtalk never runs a shell)"
-            )
-        return value
-
-    @field_validator("command")
-    @classmethod
-    def _non_empty_argv(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and (not value or not value[0]):
-            raise ValueError("must name a program as its first element")
-        return value
-
-    @field_validator("env")
-    @classmethod
-    def _env_names(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise ValueError(f"{name!r} is not an environment variable name")
-        return value
-
-    @model_validator(mode="after")
-    def _command_xor_builtin(self) -> ToolDecl:
-        if self.builtin and self.command is not None:
-            raise ValueError("set either `command` or `builtin = true`, not both")
-        return self
-
-
 class AgentProfile(_Section):
     """``[agents.NAME]``: a named agent with its own settings (``fishtalk chat NAME``).
 
@@ -378,11 +315,7 @@ class Settings(_Section):
     @field_validator("tools")
     @classmethod
     def _tool_names(cls, value: dict[str, ToolDecl]) -> dict[str, ToolDecl]:
-        for name in value:
-            if not _TOOL_NAME_RE.match(name):
-                raise ValueError(
-                    f"invalid tool name {name!r}: names must match {TOOL_NAME_PATTERN}"
-                )
+        check_tool_names(value)
         return value
 
 
@@ -545,34 +478,6 @@ def _merge(
         sources[where] = origin
 
 
-def _env_setting(name: str) -> tuple[str, str] | None:
-    """The (section, key) that the environment variable ``name`` sets, unchecked, or None
-    when fishtalk does not read ``name`` at all."""
-    if name in ENV_ALIASES:
-        return ENV_ALIASES[name]
-    if name.startswith(ENV_PREFIX) and "__" in name:
-        section, _, key = name[len(ENV_PREFIX) :].lower().partition("__")
-        return section, key
-    return None
-
-
-def is_secret_env_name(name: str) -> bool:
-    """Whether fishtalk reads a secret (the API key) from the environment variable ``name``,
-    in any case of its letters: ``FISH_API_KEY``, ``FISHTALK_API__API_KEY``,
-    ``FISHTALK_API__api_key``, ``fishtalk_api__Api_Key``... Derived from the same parsing as
-    loading, so the tool environment's block list cannot drift from it."""
-    return any(_env_setting(spelling) in _SECRET_KEYS for spelling in (name, name.upper()))
-
-
-SECRET_ENV_NAMES: Final = tuple(
-    sorted(
-        [alias for alias, where in ENV_ALIASES.items() if where in _SECRET_KEYS]
-        + [f"{ENV_PREFIX}{section}__{key}".upper() for section, key in _SECRET_KEYS]
-    )
-)
-"""The canonical spellings of :func:`is_secret_env_name` (for messages and docs)."""
-
-
 _FILE_ONLY: Final = ("tools", "agents")
 """Tables of named entries: declared in the config file only."""
 
@@ -581,7 +486,7 @@ def _merge_env(merged: dict[str, Any], environ: Mapping[str, str], sources: Sour
     sections = Settings.model_fields
     for name in sorted(environ):
         raw = environ[name]
-        setting = _env_setting(name)
+        setting = env_setting(name)
         if setting is None:
             continue
         if name in ENV_ALIASES:
@@ -707,7 +612,7 @@ def redacted_dict(settings: Settings) -> dict[str, Any]:
         name: profile.model_dump(mode="json", exclude_none=True, exclude_unset=True)
         for name, profile in settings.agents.items()
     }
-    for section, key in _SECRET_KEYS:
+    for section, key in SECRET_KEYS:
         if getattr(getattr(settings, section), key) is not None:
             data[section][key] = "<hidden>"
     # Empty tables (no tools, no key bindings...) only add noise to `config show`.

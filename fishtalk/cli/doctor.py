@@ -92,7 +92,8 @@ def check_config(
 ) -> tuple[Settings | None, Check]:
     """The config loads (file, environment, the agent profile if one is named); where it
     lives."""
-    from fishtalk.cli.config import ConfigError, load_settings
+    from fishtalk.cli.config import load_settings
+    from fishtalk.core.errors import ConfigError
     from fishtalk.engine import paths
 
     path = config_path if config_path is not None else paths.config_file()

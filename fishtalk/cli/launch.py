@@ -8,7 +8,7 @@ TUI, the line mode, the demo, ``session create``):
   hence the grant source (:func:`grant_source`);
 - the audio backend factory (:func:`audio_factory`) and the tool runner
   (:func:`tool_runner`), whose built-ins reach the front end through a
-  :class:`~fishtalk.engine.host.HostLink`;
+  :class:`~fishtalk.engine.host.HostLink` (both built by :mod:`fishtalk.engine.parts`);
 - the :class:`~fishtalk.engine.session.Session` itself (:func:`build_session`);
 
 chooses the front end (:func:`wants_tui`, :func:`run_chat`), starts the simulator for
@@ -69,7 +69,7 @@ _SIOCGIFADDR: Final = 0x8915
 
 def require_agent(settings: Settings) -> str:
     """The agent id, or a ConfigError (exit 2) saying how to give one."""
-    from fishtalk.cli.config import ConfigError
+    from fishtalk.core.errors import ConfigError
 
     if not settings.session.agent_id:
         raise ConfigError(
@@ -112,7 +112,7 @@ def session_client(settings: Settings) -> SessionClient:
 
     Raises ConfigError when neither an API key nor public mode with an origin is set.
     """
-    from fishtalk.cli.config import ConfigError
+    from fishtalk.core.errors import ConfigError
     from fishtalk.engine.api import SessionClient
 
     api = settings.api
@@ -151,20 +151,11 @@ def audio_factory(settings: Settings) -> AudioFactory | None:
 
     Falling back to text-only (no devices, no PortAudio) is reported as a notice.
     """
+    from fishtalk.engine import parts
+
     if settings.session.text_only or not settings.audio.enabled:
         return None
-    audio_settings = settings.audio
-
-    def make(notice: Callable[[str], None]) -> AudioBackend:
-        from fishtalk.engine.audio import open_backend
-        from fishtalk.engine.audio.base import NullAudio
-
-        backend = open_backend(audio_settings, notice=notice)
-        if isinstance(backend, NullAudio):
-            notice(backend.description)
-        return backend
-
-    return make
+    return parts.audio_factory(settings.audio)
 
 
 def tool_runner(
@@ -183,8 +174,8 @@ def tool_runner(
     person can answer there: through pipes nobody can, so "ask" tools are declined. With
     ``host_builtins`` the built-ins' toasts and clipboard go to the front end too.
     """
+    from fishtalk.engine import parts
     from fishtalk.engine.tools.approval import choose_approver
-    from fishtalk.engine.tools.build import build_runner
     from fishtalk.engine.tools.builtins import BuiltinOptions
 
     options = None
@@ -193,7 +184,12 @@ def tool_runner(
     approver: Approver | None = link.approve if link is not None else None
     if approver is not None and (answers_from is not None or question_to is not None):
         approver = choose_approver(approver, answers_from=answers_from, question_to=question_to)
-    return build_runner(settings, approver=approver, options=options)
+    return parts.tool_runner(
+        settings,
+        default_timeout=settings.session.client_tool_timeout,
+        approver=approver,
+        options=options,
+    )
 
 
 def build_session(
@@ -294,24 +290,18 @@ def _journal_writer(
     *,
     front_end: str,
 ) -> JournalWriter | None:
-    from fishtalk.engine.journal.writer import JournalWriter
+    from fishtalk.engine import parts
 
     if path is None and choice.events is None:
         return None
-    try:
-        writer = JournalWriter(
-            path,
-            agent_id=settings.session.agent_id,
-            front_end=front_end,
-            spoken=not settings.session.text_only,
-            levels=session.audio_levels,
-            echo=choice.events,
-        )
-    except OSError as exc:
-        session.notice(f"No journal for this call: {exc}")
-        return None
-    session.add_observer(writer.observe)
-    return writer
+    return parts.open_journal(
+        session,
+        path,
+        agent_id=settings.session.agent_id,
+        front_end=front_end,
+        spoken=not settings.session.text_only,
+        echo=choice.events,
+    )
 
 
 def exit_code(result: EndResult | None) -> int:
@@ -355,7 +345,7 @@ def run_tui(
     ``note``: a notice shown from the first frame (what happens before connecting);
     ``first_frame``: set once the first frame is drawn.
     """
-    from fishtalk.cli.config import ConfigError
+    from fishtalk.core.errors import ConfigError
     from fishtalk.engine.host import HostLink
     from fishtalk.tui import keys
     from fishtalk.tui.run import run_app

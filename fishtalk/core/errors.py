@@ -8,7 +8,7 @@ class carries the exit code the CLI returns. Programming errors stay ordinary ex
 
     FishtalkError                         exit_code
     ├── ClientConfigError                 2  bad base URL, origin or API key shape
-    ├── ConfigError (fishtalk.cli.config)     2  bad config file / flags
+    ├── ConfigError                       2  bad config file / flags
     ├── SessionApiError                      the session API failed (catch this for any of it)
     │   ├── ApiError (status, reason)        the API answered with an error status
     │   │   ├── BadRequestError           6  400 (override not allowed, malformed JSON)
@@ -74,6 +74,12 @@ class FishtalkError(Exception):
     """Root of every user-facing fishtalk failure; ``str(exc)`` is one line for the user."""
 
     exit_code: ClassVar[int] = EXIT_ERROR
+
+
+class ConfigError(FishtalkError):
+    """Bad configuration: broken TOML, an unknown key, an invalid value. Exit code 2."""
+
+    exit_code: ClassVar[int] = EXIT_USAGE
 
 
 class ClientConfigError(FishtalkError):
@@ -331,6 +337,7 @@ __all__ = [
     "BadGatewayError",
     "BadRequestError",
     "ClientConfigError",
+    "ConfigError",
     "ConflictError",
     "FieldError",
     "FishtalkError",

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from fishtalk.cli.config import ConfigError, load_settings
-from fishtalk.core.errors import EXIT_USAGE
+from fishtalk.cli.config import load_settings
+from fishtalk.core.errors import EXIT_USAGE, ConfigError
 
 Run = Callable[..., Any]  # the run_cli fixture
 

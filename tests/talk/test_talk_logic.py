@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.cli.config import ConfigError, load_settings
+from fishtalk.cli.config import load_settings
+from fishtalk.core.errors import ConfigError
 from fishtalk.core.talk import (
     ASK_FOR_RELEASES,
     NO_RELEASE,

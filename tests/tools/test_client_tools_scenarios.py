@@ -20,7 +20,7 @@ import pytest
 from session_harness import WAIT, ScriptedAgent, Sim
 from test_client_tools_config import wait_gone, wait_pids
 
-from fishtalk.cli.config import Settings, ToolDecl, load_settings
+from fishtalk.cli.config import Settings, load_settings
 from fishtalk.cli.launch import build_session, tool_runner
 from fishtalk.core import protocol as p
 from fishtalk.engine.host import HostLink
@@ -29,6 +29,7 @@ from fishtalk.engine.session import Session
 from fishtalk.engine.tools import ApprovalRequest
 from fishtalk.engine.tools.build import build_runner
 from fishtalk.engine.tools.builtins import BuiltinOptions
+from fishtalk.engine.tools.declared import ToolDecl
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import Pcm, tone
