@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from fishtalk.core.conversation import Log, ToolCard
-from fishtalk.tui.safe import visible, pretty_payload, safe_text
+from fishtalk.tui.safe import pretty_payload, safe_text, visible
 from fishtalk.tui.widgets.status import format_duration
 from fishtalk.tui.widgets.transcript import log_changes
 
