@@ -9,8 +9,8 @@ from textual.pilot import Pilot
 from fishtalk.core import conversation as c
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.screens.ended import EndedScreen
-from fishtalk.tui.widgets.tools import MAX_CARDS, ToolPanel
 from fishtalk.tui.widgets.bounded_view import DEFAULT_MAX_ITEMS
+from fishtalk.tui.widgets.tools import MAX_CARDS, ToolPanel
 from fishtalk.tui.widgets.transcript import Transcript
 
 from .helpers import (

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from support.scripted import ScriptedSession
 
 from fishtalk.core import conversation as c
-from fishtalk.tui.safe import visible, pretty_payload, safe_text
+from fishtalk.tui.safe import pretty_payload, safe_text, visible
 from fishtalk.tui.widgets.tools import ToolPanel, render_card
 from fishtalk.tui.widgets.transcript import Transcript, render_segment
 
