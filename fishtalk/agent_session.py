@@ -27,12 +27,10 @@ session started is left running: no task, no thread, no audio stream, no room.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import inspect
 import logging
 import os
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -45,9 +43,10 @@ from fishtalk.core.errors import (
     SessionEndedError,
 )
 from fishtalk.engine.aio import in_daemon_thread
+from fishtalk.engine.fanout import KINDS, EventFanout, EventStream, kind_key
 from fishtalk.engine.native import keep_sdk_logs_off_stderr, let_sdk_settle
 from fishtalk.engine.system import make_non_dumpable
-from fishtalk.engine.tools.registry import Approver, ToolContext, ToolRegistry
+from fishtalk.engine.tools.registry import Approver, ToolContext
 from fishtalk.engine.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 
 if TYPE_CHECKING:
@@ -76,11 +75,6 @@ None, sent as ``{}``). A sync handler runs in a worker thread; ``context`` carri
 id and the tool name. Raise :class:`fishtalk.engine.tools.ToolError` for an error result whose
 message is written for the agent; any other exception is an error result too."""
 
-Callback: TypeAlias = Callable[[Any], object]
-
-KINDS: Final[frozenset[str]] = frozenset(t.kind for t in conv.CHANGE_TYPES)
-"""Every event kind (``status_change``, ``segment_finalised``, ``ended``, ...)."""
-
 
 @dataclass(frozen=True, slots=True)
 class AudioDevices:
@@ -95,38 +89,6 @@ class AudioDevices:
 AudioOption: TypeAlias = "bool | AudioDevices | AudioBackend"
 """``False``: no audio at all; ``True``: the default devices; :class:`AudioDevices`: named
 ones; or an :class:`~fishtalk.engine.audio.base.AudioBackend` of your own."""
-
-
-class _Stream:
-    """The async iterator :meth:`AgentSession.events` returns (subscribed at creation)."""
-
-    def __init__(self, owner: AgentSession) -> None:
-        self._owner = owner
-        self._queue: asyncio.Queue[conv.Change | None] = asyncio.Queue()
-        self._done = owner._closed or owner.state.ended  # nothing more will come
-        if not self._done:
-            owner._streams.append(self._queue)
-
-    def __aiter__(self) -> _Stream:
-        return self
-
-    async def __anext__(self) -> conv.Change:
-        if self._done:
-            raise StopAsyncIteration
-        event = await self._queue.get()
-        if event is None:
-            self._done = True
-            self._owner._unsubscribe(self._queue)
-            raise StopAsyncIteration
-        if isinstance(event, conv.Ended):
-            self._done = True
-            self._owner._unsubscribe(self._queue)
-        return event
-
-    async def aclose(self) -> None:
-        """Stop receiving events."""
-        self._done = True
-        self._owner._unsubscribe(self._queue)
 
 
 class AgentSession:
@@ -242,11 +204,8 @@ class AgentSession:
         self._session: Session | None = None
         self._run: asyncio.Task[EndResult] | None = None
         self._previous = conv.initial_state(spoken=not text_only)
-        self._streams: list[asyncio.Queue[conv.Change | None]] = []
-        self._callbacks: list[tuple[str | None, Callback]] = []
-        self._waiters: list[tuple[Callable[[conv.Change], bool], asyncio.Future[conv.Change]]] = []
+        self._fanout = EventFanout()
         self._replies: deque[conv.Segment] = deque()
-        self._callback_tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
 
     # --- building the parts ------------------------------------------------------------
@@ -283,38 +242,26 @@ class AgentSession:
         tool_timeout: float,
         approve: Approver | None,
     ) -> ToolRunner:
-        if config_tools is not False:
-            from fishtalk.cli.config import load_settings
-            from fishtalk.engine.tools.build import build_registry
+        from fishtalk.engine import parts
+        from fishtalk.engine.tools.declared import read_config_tools
 
-            path = None if config_tools is True else Path(config_tools)
-            settings = load_settings(path)
-            registry = build_registry(settings)
-        else:
-            registry = ToolRegistry()
-        for tool_name, handler in (client_tools or {}).items():
-            registry.register(tool_name, handler, replace=True)
-        return ToolRunner(registry, default_timeout=tool_timeout, approver=approve)
+        declared = None
+        if config_tools is not False:
+            declared = read_config_tools(None if config_tools is True else Path(config_tools))
+        return parts.tool_runner(
+            declared, handlers=client_tools, default_timeout=tool_timeout, approver=approve
+        )
 
     def _audio(self) -> AudioBackend | Callable[[Callable[[str], None]], AudioBackend] | None:
+        from fishtalk.engine import parts
+        from fishtalk.engine.audio.options import DeviceOptions
+
         option = self._audio_option
         if option is False:
             return None
         if option is True or isinstance(option, AudioDevices):
             devices = option if isinstance(option, AudioDevices) else AudioDevices()
-
-            def make(notice: Callable[[str], None]) -> AudioBackend:
-                from fishtalk.cli.settings import AudioSettings
-                from fishtalk.engine.audio import open_backend
-                from fishtalk.engine.audio.base import NullAudio
-
-                settings = AudioSettings(input_device=devices.input, output_device=devices.output)
-                backend = open_backend(settings, notice=notice)
-                if isinstance(backend, NullAudio):
-                    notice(backend.description)
-                return backend
-
-            return make
+            return parts.audio_factory(DeviceOptions(devices.input, devices.output))
         return option
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -377,28 +324,23 @@ class AgentSession:
         return self._journal.path if self._journal is not None else None
 
     def _open_journal(self, session: Session) -> JournalWriter | None:
-        from fishtalk.engine import paths
+        from fishtalk.engine import parts, paths
         from fishtalk.engine.journal import SUFFIX
-        from fishtalk.engine.journal.writer import JournalWriter, new_journal_id
+        from fishtalk.engine.journal.writer import new_journal_id
 
         if self._journal_to is True:
             path = paths.journal_dir() / f"{new_journal_id()}{SUFFIX}"
         else:
             assert not isinstance(self._journal_to, bool)
             path = Path(self._journal_to)
-        try:
-            writer = JournalWriter(
-                path,
-                agent_id=self._request.agent_id if self._request is not None else None,
-                front_end="python",
-                spoken=not self._text_only,
-                levels=session.audio_levels,
-            )
-        except OSError as exc:
-            session.notice(f"No journal for this session: {exc}")
-            return None
-        session.add_observer(writer.observe)
-        return writer
+        return parts.open_journal(
+            session,
+            path,
+            agent_id=self._request.agent_id if self._request is not None else None,
+            front_end="python",
+            spoken=not self._text_only,
+            what="session",
+        )
 
     async def hangup(self) -> EndResult:
         """End the session (``user.hangup``, then disconnect) and wait for the end; returns
@@ -421,18 +363,7 @@ class AgentSession:
         finally:
             if self._journal is not None:
                 await in_daemon_thread(self._journal.close)  # joins its writer thread
-            tasks = list(self._callback_tasks)
-            for task in tasks:
-                task.cancel()
-            if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
-            for queue in self._streams:
-                queue.put_nowait(None)
-            self._streams.clear()
-            for _predicate, future in self._waiters:
-                if not future.done():
-                    future.cancel()
-            self._waiters.clear()
+            await self._fanout.close()
 
     async def _finish(self) -> EndResult:
         run = self._run
@@ -537,13 +468,13 @@ class AgentSession:
 
     # --- events ------------------------------------------------------------------------
 
-    def events(self) -> _Stream:
+    def events(self) -> EventStream:
         """An async iterator over the events from now on, ending after ``ended``.
 
         Each call makes an independent subscription (unbounded: keep reading it). Call it
         before entering ``async with`` to see the connection events too.
         """
-        return _Stream(self)
+        return self._fanout.stream(done=self._closed or self.state.ended)
 
     @overload
     def on(self, kind: type[E], callback: Callable[[E], object]) -> Callable[[], None]: ...
@@ -557,25 +488,7 @@ class AgentSession:
         all). The callback may be sync (called on the event loop; keep it short) or async
         (run as a task the session cancels at close). An exception in it is logged.
         Returns a function that removes the callback."""
-        key: str | None
-        if isinstance(kind, type):
-            key = getattr(kind, "kind", None)
-            if not isinstance(key, str) or key not in KINDS:
-                raise ValueError(f"{kind.__name__} is not an event class of fishtalk.core.events")
-        elif kind == "*":
-            key = None
-        elif kind in KINDS:
-            key = kind
-        else:
-            raise ValueError(f"unknown event kind {kind!r}; known: {', '.join(sorted(KINDS))}")
-        entry = (key, callback)
-        self._callbacks.append(entry)
-
-        def remove() -> None:
-            with contextlib.suppress(ValueError):
-                self._callbacks.remove(entry)
-
-        return remove
+        return self._fanout.add_callback(kind_key(kind), callback)
 
     async def wait_for(
         self,
@@ -590,21 +503,12 @@ class AgentSession:
         the session ends first (unless the predicate accepts the ``ended`` event; with
         ``raise_on_end=False`` the ``ended`` event is returned instead).
         """
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[conv.Change] = loop.create_future()
         state = self.state
         if state.ended:
             if raise_on_end:
                 raise _end_error(self.end_result, state.end_reason)
             return conv.Ended(state.end_reason or "")
-        entry = (_or_ended(predicate), future)
-        self._waiters.append(entry)
-        try:
-            async with asyncio.timeout(timeout):
-                event = await future
-        finally:
-            with contextlib.suppress(ValueError):
-                self._waiters.remove(entry)
+        event = await self._fanout.next_event(predicate, timeout, or_ended=True)
         if isinstance(event, conv.Ended) and raise_on_end and not predicate(event):
             raise _end_error(self.end_result, event.reason)
         return event
@@ -631,45 +535,7 @@ class AgentSession:
         if _is_reply(event):
             assert isinstance(event, conv.SegmentFinalised)
             self._replies.append(event.segment)
-        for queue in self._streams:
-            queue.put_nowait(event)
-        for predicate, future in list(self._waiters):
-            if future.done():
-                continue
-            try:
-                hit = predicate(event)
-            except Exception as exc:
-                future.set_exception(exc)
-                continue
-            if hit:
-                future.set_result(event)
-        for key, callback in list(self._callbacks):
-            if key is not None and key != event.kind:
-                continue
-            try:
-                result = callback(event)
-            except Exception:
-                _log.exception("event callback %r failed", callback)
-                continue
-            if inspect.isawaitable(result):
-                self._spawn_callback(result)
-
-    def _spawn_callback(self, awaitable: Awaitable[object]) -> None:
-        async def run() -> None:
-            try:
-                await awaitable
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                _log.exception("async event callback failed")
-
-        task = asyncio.ensure_future(run())
-        self._callback_tasks.add(task)
-        task.add_done_callback(self._callback_tasks.discard)
-
-    def _unsubscribe(self, queue: asyncio.Queue[conv.Change | None]) -> None:
-        with contextlib.suppress(ValueError):
-            self._streams.remove(queue)
+        self._fanout.dispatch(event)
 
     def _check_not_ended(self) -> None:
         if self.state.ended:
@@ -682,13 +548,6 @@ def _is_reply(event: conv.Change) -> bool:
         and event.segment.role == "agent"
         and not event.segment.typed
     )
-
-
-def _or_ended(predicate: Callable[[conv.Change], bool]) -> Callable[[conv.Change], bool]:
-    def check(event: conv.Change) -> bool:
-        return isinstance(event, conv.Ended) or predicate(event)
-
-    return check
 
 
 def _end_error(result: EndResult | None, reason: str | None = None) -> FishtalkError:

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from fishtalk.cli.config import SECRET_ENV_NAMES, is_secret_env_name, load_settings, redacted_dict
-from fishtalk.cli.settings import AgentProfile, Settings, ToolDecl
+from fishtalk.cli.config import load_settings, redacted_dict
+from fishtalk.cli.settings import AgentProfile, Settings
 from fishtalk.core.errors import EXIT_USAGE, ConfigError, FishtalkError, exit_code_for
 from fishtalk.engine import paths
+from fishtalk.engine.tools.declared import ToolDecl
+from fishtalk.engine.tools.secret_env import SECRET_ENV_NAMES, is_secret_env_name
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "config.example.toml"

@@ -67,7 +67,7 @@ def test_session_source_names_no_settings() -> None:
 @pytest.mark.parametrize("path", sorted((PACKAGE / "tui").rglob("*.py")), ids=str)
 def test_tui_imports_neither_sim_nor_plain(path: Path) -> None:
     names = imported_names(path)
-    banned = {n for n in names if n.startswith(("fishtalk.sim", "fishtalk.plain.line"))}
+    banned = {n for n in names if n.startswith(("fishtalk.sim", "fishtalk.plain"))}
     assert not banned, f"{path.name} imports {banned}"
     assert "fishtalk.cli.launch" not in names
 

@@ -165,15 +165,15 @@ def test_the_new_cases_each_old_copy_missed() -> None:
 def test_every_path_to_the_terminal_uses_the_shared_rules() -> None:
     from fishtalk.engine.api import _clean as api_clean
     from fishtalk.engine.tools.approval import params_preview, printable
-    from fishtalk.plain import line as plain
-    from fishtalk.tui.safe import clean as tui_clean
+    from fishtalk.plain import render as plain
+    from fishtalk.tui.safe import visible as tui_visible
 
     hostile_value = "a\u061cb\ufff9c\u2066d\x1b[2Je\x85f\ud800g"
-    for one_line in (plain.clean, printable, api_clean):
+    for one_line in (plain.stripped, printable, api_clean):
         out = one_line(hostile_value)
         assert _bad(out, newline_ok=False) == [], one_line
         assert out.replace(" ", "") == "abcdefg"
-    assert tui_clean(hostile_value) == make_visible(hostile_value)
+    assert tui_visible(hostile_value) == make_visible(hostile_value)
     assert _bad(params_preview({"k": hostile_value}), newline_ok=False) == []
 
 

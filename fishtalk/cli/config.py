@@ -40,29 +40,16 @@ from fishtalk.cli.settings import (
     AgentProfile,
     SessionSettings,
     Settings,
-    ToolDecl,
 )
 from fishtalk.core.errors import ConfigError
 from fishtalk.engine import paths
+from fishtalk.engine.tools.declared import ToolDecl
+from fishtalk.engine.tools.secret_env import (
+    ENV_ALIASES,
+    SECRET_KEYS,
+    env_setting,
+)
 from fishtalk.tui.actions import key_problems
-
-ENV_API_KEY: Final = "FISH_API_KEY"
-
-
-ENV_PREFIX: Final = "FISHTALK_"
-
-
-ENV_ALIASES: Final[Mapping[str, tuple[str, str]]] = {
-    ENV_API_KEY: ("api", "api_key"),
-    "FISHTALK_API_URL": ("api", "url"),
-    "FISHTALK_AGENT": ("session", "agent_id"),
-    "FISHTALK_ORIGIN": ("api", "origin"),
-}
-"""Short environment variables, each naming one setting."""
-
-
-_SECRET_KEYS: Final = frozenset({("api", "api_key")})
-
 
 Sources = dict[tuple[str, ...], str]
 """Which layer set each dotted key last, for error messages."""
@@ -206,34 +193,6 @@ def _merge(
         sources[where] = origin
 
 
-def _env_setting(name: str) -> tuple[str, str] | None:
-    """The (section, key) that the environment variable ``name`` sets, unchecked, or None
-    when fishtalk does not read ``name`` at all."""
-    if name in ENV_ALIASES:
-        return ENV_ALIASES[name]
-    if name.startswith(ENV_PREFIX) and "__" in name:
-        section, _, key = name[len(ENV_PREFIX) :].lower().partition("__")
-        return section, key
-    return None
-
-
-def is_secret_env_name(name: str) -> bool:
-    """Whether fishtalk reads a secret (the API key) from the environment variable ``name``,
-    in any case of its letters: ``FISH_API_KEY``, ``FISHTALK_API__API_KEY``,
-    ``FISHTALK_API__api_key``, ``fishtalk_api__Api_Key``... Derived from the same parsing as
-    loading, so the tool environment's block list cannot drift from it."""
-    return any(_env_setting(spelling) in _SECRET_KEYS for spelling in (name, name.upper()))
-
-
-SECRET_ENV_NAMES: Final = tuple(
-    sorted(
-        [alias for alias, where in ENV_ALIASES.items() if where in _SECRET_KEYS]
-        + [f"{ENV_PREFIX}{section}__{key}".upper() for section, key in _SECRET_KEYS]
-    )
-)
-"""The canonical spellings of :func:`is_secret_env_name` (for messages and docs)."""
-
-
 _FILE_ONLY: Final = ("tools", "agents")
 """Tables of named entries: declared in the config file only."""
 
@@ -242,7 +201,7 @@ def _merge_env(merged: dict[str, Any], environ: Mapping[str, str], sources: Sour
     sections = Settings.model_fields
     for name in sorted(environ):
         raw = environ[name]
-        setting = _env_setting(name)
+        setting = env_setting(name)
         if setting is None:
             continue
         if name in ENV_ALIASES:
@@ -376,7 +335,7 @@ def redacted_dict(settings: Settings) -> dict[str, Any]:
         name: profile.model_dump(mode="json", exclude_none=True, exclude_unset=True)
         for name, profile in settings.agents.items()
     }
-    for section, key in _SECRET_KEYS:
+    for section, key in SECRET_KEYS:
         if getattr(getattr(settings, section), key) is not None:
             data[section][key] = "<hidden>"
     # Empty tables (no tools, no key bindings...) only add noise to `config show`.

@@ -9,9 +9,8 @@ engine. It builds, for every front end (the chat TUI, the line mode, the demo,
   hence the grant source (:func:`grant_source`);
 - the audio backend factory (:func:`audio_factory`) and the tool runner
   (:func:`tool_runner`), whose built-ins reach the front end through a
-  :class:`~fishtalk.engine.host.HostLink`;
-- the :class:`~fishtalk.engine.session.Session` itself (:func:`build_session`) and its
-  journal (:func:`attach_journal`);
+  :class:`~fishtalk.engine.host.HostLink` (both built by :mod:`fishtalk.engine.parts`);
+- the :class:`~fishtalk.engine.session.Session` itself (:func:`build_session`);
 
 and maps how a call ended to the process exit code (:func:`exit_code`, through the one
 table in :mod:`fishtalk.core.errors`).
@@ -23,7 +22,6 @@ commands import this module lazily, but tests and benches import it directly.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -127,20 +125,11 @@ def audio_factory(settings: Settings) -> AudioFactory | None:
 
     Falling back to text-only (no devices, no PortAudio) is reported as a notice.
     """
+    from fishtalk.engine import parts
+
     if settings.session.text_only or not settings.audio.enabled:
         return None
-    audio_settings = settings.audio
-
-    def make(notice: Callable[[str], None]) -> AudioBackend:
-        from fishtalk.engine.audio import open_backend
-        from fishtalk.engine.audio.base import NullAudio
-
-        backend = open_backend(audio_settings, notice=notice)
-        if isinstance(backend, NullAudio):
-            notice(backend.description)
-        return backend
-
-    return make
+    return parts.audio_factory(settings.audio)
 
 
 def tool_runner(
@@ -159,8 +148,8 @@ def tool_runner(
     person can answer there: through pipes nobody can, so "ask" tools are declined. With
     ``host_builtins`` the built-ins' toasts and clipboard go to the front end too.
     """
+    from fishtalk.engine import parts
     from fishtalk.engine.tools.approval import choose_approver
-    from fishtalk.engine.tools.build import build_runner
     from fishtalk.engine.tools.builtins import BuiltinOptions
 
     options = None
@@ -169,7 +158,12 @@ def tool_runner(
     approver: Approver | None = link.approve if link is not None else None
     if approver is not None and (answers_from is not None or question_to is not None):
         approver = choose_approver(approver, answers_from=answers_from, question_to=question_to)
-    return build_runner(settings, approver=approver, options=options)
+    return parts.tool_runner(
+        settings,
+        default_timeout=settings.session.client_tool_timeout,
+        approver=approver,
+        options=options,
+    )
 
 
 def build_session(
@@ -270,24 +264,18 @@ def _journal_writer(
     *,
     front_end: str,
 ) -> JournalWriter | None:
-    from fishtalk.engine.journal.writer import JournalWriter
+    from fishtalk.engine import parts
 
     if path is None and choice.events is None:
         return None
-    try:
-        writer = JournalWriter(
-            path,
-            agent_id=settings.session.agent_id,
-            front_end=front_end,
-            spoken=not settings.session.text_only,
-            levels=session.audio_levels,
-            echo=choice.events,
-        )
-    except OSError as exc:
-        session.notice(f"No journal for this call: {exc}")
-        return None
-    session.add_observer(writer.observe)
-    return writer
+    return parts.open_journal(
+        session,
+        path,
+        agent_id=settings.session.agent_id,
+        front_end=front_end,
+        spoken=not settings.session.text_only,
+        echo=choice.events,
+    )
 
 
 def exit_code(result: EndResult | None) -> int:

@@ -8,7 +8,7 @@ module never imports textual or livekit.
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from pydantic import (
     BaseModel,
@@ -23,12 +23,10 @@ from pydantic import (
 
 from fishtalk.core.protocol import TOOL_NAME_PATTERN
 from fishtalk.core.talk import TalkMode
+from fishtalk.engine.tools.declared import ToolDecl, check_tool_names
+from fishtalk.engine.tools.registry import MAX_TOOL_TIMEOUT
 
 DEFAULT_API_URL: Final = "https://api.fish.audio"
-
-
-MAX_TOOL_TIMEOUT: Final = 120.0
-"""The server's hard ceiling on a client tool's ``timeout_seconds``."""
 
 
 _TOOL_NAME_RE: Final = re.compile(TOOL_NAME_PATTERN)
@@ -194,56 +192,6 @@ class JournalSettings(_Section):
     """Keep at most this many megabytes of journals (the newest one is always kept)."""
 
 
-class ToolDecl(_Section):
-    """``[tools.NAME]``: one client tool the agent may call on this machine."""
-
-    command: list[str] | None = None
-    """argv list run for each call (never a shell string); params arrive as JSON on stdin."""
-    builtin: bool = False
-    """Enable the built-in tool of this name (open_url, copy_to_clipboard, notify, ...)."""
-    approve: Literal["ask", "always", "never"] | None = None
-    """ask = confirm each call, always = run without asking, never = refuse every call."""
-    timeout: float | None = Field(default=None, gt=0, le=MAX_TOOL_TIMEOUT)
-    """Seconds before the call is abandoned (and its processes killed); at most 120."""
-    cwd: str | None = None
-    """Working directory for command tools."""
-    env: list[str] = Field(default_factory=list)
-    """Names of environment variables passed through to the command (allowlist)."""
-    description: str | None = None
-    """Shown in ``fishtalk tools list`` and in the approval prompt."""
-
-    @field_validator("command", mode="before")
-    @classmethod
-    def _argv_list(cls, value: object) -> object:
-        if isinstance(value, str):
-            raise ValueError(
-                'must be an argv list such as ["notify-send", "done"], not a string '
-                "(fishtalk never runs a shell)"
-            )
-        return value
-
-    @field_validator("command")
-    @classmethod
-    def _non_empty_argv(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and (not value or not value[0]):
-            raise ValueError("must name a program as its first element")
-        return value
-
-    @field_validator("env")
-    @classmethod
-    def _env_names(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise ValueError(f"{name!r} is not an environment variable name")
-        return value
-
-    @model_validator(mode="after")
-    def _command_xor_builtin(self) -> ToolDecl:
-        if self.builtin and self.command is not None:
-            raise ValueError("set either `command` or `builtin = true`, not both")
-        return self
-
-
 class AgentProfile(_Section):
     """``[agents.NAME]``: a named agent with its own settings (``fishtalk chat NAME``).
 
@@ -343,11 +291,7 @@ class Settings(_Section):
     @field_validator("tools")
     @classmethod
     def _tool_names(cls, value: dict[str, ToolDecl]) -> dict[str, ToolDecl]:
-        for name in value:
-            if not _TOOL_NAME_RE.match(name):
-                raise ValueError(
-                    f"invalid tool name {name!r}: names must match {TOOL_NAME_PATTERN}"
-                )
+        check_tool_names(value)
         return value
 
 

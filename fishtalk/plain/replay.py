@@ -8,7 +8,7 @@ from typing import TextIO
 
 from fishtalk.core import conversation as conv
 from fishtalk.engine.journal.reader import Journal
-from fishtalk.plain.line import PlainRenderer
+from fishtalk.plain.render import PlainRenderer
 from fishtalk.workbench.journal.replay import delays, states
 
 

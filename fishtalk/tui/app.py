@@ -26,17 +26,17 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from fishtalk.core.conversation import ErrorEntry, Notice, State
+from fishtalk.core.conversation import ErrorAdded, NoticeAdded, State, changes, initial_state
 from fishtalk.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError, exit_code_for
 from fishtalk.core.talk import TalkControl, TalkMode
 from fishtalk.engine.audio.base import NullAudio
-from fishtalk.tui import keys
+from fishtalk.tui import keys, screenshots
 from fishtalk.tui.actions import default_key, key_label, split_keys
 from fishtalk.tui.messages import SessionFinished, StateChanged
 from fishtalk.tui.release_keys import ANSWER_WAIT, KeyReleased, ReleaseSupport, driver_class
-from fishtalk.tui.safe import clean
+from fishtalk.tui.safe import visible
 from fishtalk.tui.screens.approve import ApprovalScreen
-from fishtalk.tui.screens.ended import EndedScreen, Summary
+from fishtalk.tui.screens.ended import CallSummary, EndedScreen
 from fishtalk.tui.screens.help import HelpScreen
 from fishtalk.tui.session_like import SessionLike
 from fishtalk.tui.widgets.inspector import Inspector
@@ -101,7 +101,7 @@ class FishtalkApp(App[int]):
         # Push-to-talk needs key releases: a driver that asks the terminal for them.
         super().__init__(driver_class=driver_class() if talk_mode == "push" else None)
         self.session = session
-        self.session_title = clean(title)
+        self.session_title = visible(title)
         self._keymap = keys.keymap(keymap or {})
         self._talk_keys = split_keys(self._keymap.get("talk") or default_key("talk"))
         self.talk = TalkControl(session, talk_mode, key=key_label(self._talk_keys[0]))
@@ -115,10 +115,10 @@ class FishtalkApp(App[int]):
         self._render_timer: Timer | None = None
         self._last_render = 0.0
         self._last_activity = float("-inf")
-        self._seen_error: ErrorEntry | None = None
-        self._seen_notice: Notice | None = None
+        self._announced: State = initial_state()
+        """The state the last toasts were for (toasts announce what changed since)."""
         self._finished: SessionFinished | None = None
-        self._summary: Summary | None = None
+        self._summary: CallSummary | None = None
         self._quitting = False
         self._interrupted = False
         self.first_frame = threading.Event()
@@ -243,17 +243,19 @@ class FishtalkApp(App[int]):
         self._announce(state)
 
     def _announce(self, state: State) -> None:
-        """Toasts for errors and notices that arrived since the last frame."""
-        for error in _since(state.errors, self._seen_error):
-            detail = f"\n{error.detail}" if error.detail and error.detail != error.message else ""
-            message = clean(error.message + detail)
-            self.notify(message, title="error", severity="error", markup=False)
-        if state.errors:
-            self._seen_error = state.errors[-1]
-        for notice in _since(state.notices, self._seen_notice):
-            self.notify(clean(notice.text), severity="information", markup=False, timeout=4)
-        if state.notices:
-            self._seen_notice = state.notices[-1]
+        """Toasts for errors and notices that arrived since the last frame (errors first)."""
+        added = changes(self._announced, state)
+        self._announced = state
+        for change in added:
+            if isinstance(change, ErrorAdded):
+                error = change.error
+                detail = error.detail if error.detail and error.detail != error.message else ""
+                message = visible(error.message + (f"\n{detail}" if detail else ""))
+                self.notify(message, title="error", severity="error", markup=False)
+        for change in added:
+            if isinstance(change, NoticeAdded):
+                text = visible(change.notice.text)
+                self.notify(text, severity="information", markup=False, timeout=4)
 
     def _tick(self) -> None:
         """Once a second: the session clock and running tools' elapsed times."""
@@ -309,7 +311,7 @@ class FishtalkApp(App[int]):
         self._finished = message
         self.refresh_bindings()
         self._draw(self.session.state)
-        summary = Summary.from_state(
+        summary = CallSummary.from_state(
             self.session.state,
             reason=None if message.error else message.reason,
             exit_code=message.exit_code,
@@ -323,7 +325,7 @@ class FishtalkApp(App[int]):
             self._leave()
             return
         if message.error:
-            self.notify(clean(message.error), title="error", severity="error", markup=False)
+            self.notify(visible(message.error), title="error", severity="error", markup=False)
         self.push_screen(
             EndedScreen(summary, linger=self._ended_linger),
             callback=lambda _: self.exit(message.exit_code, return_code=message.exit_code),
@@ -343,7 +345,7 @@ class FishtalkApp(App[int]):
         return self._finished
 
     @property
-    def summary(self) -> Summary | None:
+    def summary(self) -> CallSummary | None:
         """What the ended screen showed (also set when quitting), once the session ended."""
         return self._summary
 
@@ -528,29 +530,9 @@ class FishtalkApp(App[int]):
         path: str | None = None,
         time_format: str | None = None,
     ) -> str | None:
-        """Save an SVG of the screen in a folder that exists, and say where.
-
-        Textual's own delivery assumes ``~/Downloads`` exists; here it is used when it
-        does, else fishtalk's state folder (created), else the current folder.
-        """
-        folders = [Path(path).expanduser()] if path else screenshot_folders()
-        failure = "no folder to save in"
-        for folder in folders:
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-                saved = self.save_screenshot(filename, str(folder), time_format)
-            except OSError as exc:
-                failure = f"{folder}: {exc.strerror or exc}"
-                continue
-            self.notify(f"Saved to {clean(saved)}", title="screenshot", markup=False)
-            return saved
-        self.notify(
-            f"The screenshot could not be saved ({clean(failure)}).",
-            title="screenshot",
-            severity="error",
-            markup=False,
-        )
-        return None
+        """Save an SVG of the screen in a folder that exists, and say where (see
+        :func:`fishtalk.tui.screenshots.deliver`)."""
+        return screenshots.deliver(self, filename, path, time_format)
 
     def _focus(self, selector: str) -> Callable[[], None]:
         def focus() -> None:
@@ -573,24 +555,6 @@ class FishtalkApp(App[int]):
         self._draw(self._state)
 
 
-def screenshot_folders() -> list[Path]:
-    """Where a screenshot goes, best first: ``~/Downloads`` if it exists, fishtalk's state
-    folder, the current folder."""
-    import platformdirs
-
-    folders = []
-    try:
-        downloads = Path.home() / "Downloads"
-    except RuntimeError:  # no home directory to be found
-        pass
-    else:
-        if downloads.is_dir():
-            folders.append(downloads)
-    folders.append(platformdirs.user_state_path("fishtalk", appauthor=False) / "screenshots")
-    folders.append(Path.cwd())
-    return folders
-
-
 def _runner(app: App[int], action: str) -> Callable[[], object]:
     async def run() -> None:
         await app.run_action(action)
@@ -598,18 +562,7 @@ def _runner(app: App[int], action: str) -> Callable[[], object]:
     return run
 
 
-def _since(items: tuple[_T, ...], seen: _T | None) -> tuple[_T, ...]:
-    if not items or (seen is not None and items[-1] is seen):
-        return ()
-    if seen is None:
-        return items
-    for index in range(len(items) - 1, -1, -1):
-        if items[index] is seen:
-            return items[index + 1 :]
-    return items
-
-
-def _with_reason_text(summary: Summary, text: str) -> Summary:
+def _with_reason_text(summary: CallSummary, text: str) -> CallSummary:
     from dataclasses import replace
 
     return replace(summary, reason_text=text)

@@ -31,9 +31,9 @@ class TuiHost:
 
     def notify(self, title: str, message: str) -> None:
         """A toast (remote text shown literally)."""
-        from fishtalk.tui.safe import clean
+        from fishtalk.tui.safe import visible
 
-        self.app.notify(clean(message), title=clean(title), markup=False)
+        self.app.notify(visible(message), title=visible(title), markup=False)
 
     def copy(self, text: str) -> None:
         """Copy through the terminal (OSC 52)."""
@@ -108,7 +108,7 @@ def report_end(
     scrollback says how the call went: stdout when it ended well, stderr when it failed
     or was interrupted (as the line mode does).
     """
-    from fishtalk.tui.safe import clean
+    from fishtalk.tui.safe import visible
 
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -122,7 +122,7 @@ def report_end(
         out.write(f"fishtalk: {summary.line()}\n")
     elif finished is not None:
         text = finished.error or finished.message or finished.reason
-        (stdout if finished.exit_code == 0 else stderr).write(f"fishtalk: {clean(text)}\n")
+        (stdout if finished.exit_code == 0 else stderr).write(f"fishtalk: {visible(text)}\n")
     else:
         return
     stdout.flush()

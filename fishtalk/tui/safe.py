@@ -18,7 +18,7 @@ from rich.text import Text
 from fishtalk.core.text import make_visible
 
 
-def clean(value: str) -> str:
+def visible(value: str) -> str:
     """Return ``value`` with every dangerous code point made visible (newlines kept).
 
     The rules live in :func:`fishtalk.core.text.make_visible`; this is its TUI spelling.
@@ -31,12 +31,7 @@ def safe_text(value: str, style: str | Style = "", *, end: str = "") -> Text:
 
     Long tokens fold instead of overflowing the layout.
     """
-    return Text(clean(value), style=style, end=end, overflow="fold", no_wrap=False)
-
-
-def is_clean(value: str) -> bool:
-    """Whether ``value`` contains nothing :func:`clean` would change (used by tests)."""
-    return clean(value) == value
+    return Text(visible(value), style=style, end=end, overflow="fold", no_wrap=False)
 
 
 def pretty_payload(raw: str | None) -> str:
@@ -61,4 +56,4 @@ def pretty_value(value: object) -> str:
         return repr(value)
 
 
-__all__ = ["clean", "is_clean", "pretty_payload", "pretty_value", "safe_text"]
+__all__ = ["pretty_payload", "pretty_value", "safe_text", "visible"]

@@ -62,5 +62,5 @@ def test_the_scan_finds_a_back_door(tmp_path: Path) -> None:
 
 
 def test_plain_mode_renders_the_public_event_stream() -> None:
-    source = (ROOT / "plain" / "line.py").read_text("utf-8")
+    source = (ROOT / "plain" / "render.py").read_text("utf-8")
     assert "conv.changes(" in source  # the same events AgentSession emits

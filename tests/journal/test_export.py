@@ -17,7 +17,7 @@ import pytest
 
 from fishtalk.cli.app import main
 from fishtalk.core.errors import JournalError
-from fishtalk.engine.journal.reader import read_journal, summarise
+from fishtalk.engine.journal.reader import read_journal, summarize_journal
 from fishtalk.workbench.journal.export import FORMATS, render
 
 HERE = Path(__file__).parent
@@ -35,13 +35,13 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_exports_match_the_golden_files(fmt: str) -> None:
-    summary = summarise(read_journal(FIXTURE))
+    summary = summarize_journal(read_journal(FIXTURE))
     expected = (GOLDEN / f"everything.{fmt}").read_text(encoding="utf-8")
     assert render(summary, fmt) == expected  # type: ignore[arg-type]
 
 
 def test_json_export_has_tools_and_per_turn_timings() -> None:
-    data = json.loads(render(summarise(read_journal(FIXTURE)), "json"))
+    data = json.loads(render(summarize_journal(read_journal(FIXTURE)), "json"))
     speakers = [t["speaker"] for t in data["turns"]]
     assert speakers[:2] == ["user", "agent"]
     assert data["turns"][0]["text"] == "hello journal"
@@ -57,7 +57,7 @@ def test_json_export_has_tools_and_per_turn_timings() -> None:
 
 
 def test_srt_and_vtt_cue_both_speakers_in_order() -> None:
-    summary = summarise(read_journal(FIXTURE))
+    summary = summarize_journal(read_journal(FIXTURE))
     srt = render(summary, "srt")
     assert "User: hello journal" in srt
     assert "Agent: Hello from the journal test." in srt
@@ -211,7 +211,7 @@ def test_exports_never_carry_terminal_escapes(tmp_path: Path) -> None:
         "Hello from the journal test.", "Hello \\u001b[31mred\\u001b[0m \\u202e"
     )
     path = _damaged(tmp_path, "esc.jsonl", text)
-    summary = summarise(read_journal(path))
+    summary = summarize_journal(read_journal(path))
     for fmt in FORMATS:
         out = render(summary, fmt)  # type: ignore[arg-type]
         assert "\x1b" not in out, fmt

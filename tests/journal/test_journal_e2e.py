@@ -286,7 +286,7 @@ CHANGED = parse_scenario(
 
 
 async def test_two_runs_export_in_every_format_and_diff(tmp_path: Path) -> None:
-    from fishtalk.engine.journal.reader import read_journal, summarise
+    from fishtalk.engine.journal.reader import read_journal, summarize_journal
     from fishtalk.workbench.journal.compare import diff
     from fishtalk.workbench.journal.export import FORMATS, render
 
@@ -319,7 +319,7 @@ async def test_two_runs_export_in_every_format_and_diff(tmp_path: Path) -> None:
             )
             _out, err = await asyncio.wait_for(proc.communicate(b"hello journal\n"), 90)
             assert proc.returncode == 0, err.decode()
-            journals.append(summarise(read_journal(target)))
+            journals.append(summarize_journal(read_journal(target)))
     first, second = journals
     for fmt in FORMATS:
         text = render(first, fmt)  # type: ignore[arg-type]

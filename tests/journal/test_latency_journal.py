@@ -10,7 +10,7 @@ from typing import Any
 from fishtalk.core import conversation as conv
 from fishtalk.core.protocol import ATTR_AGENT_STATE
 from fishtalk.engine import observe
-from fishtalk.engine.journal.reader import read_journal, summarise
+from fishtalk.engine.journal.reader import read_journal, summarize_journal
 from fishtalk.engine.journal.writer import JournalWriter
 from fishtalk.workbench.journal.compare import diff, format_diff
 from fishtalk.workbench.journal.export import render, to_data
@@ -139,7 +139,7 @@ def test_replay_rebuilds_the_same_waterfalls(tmp_path: Path) -> None:
 def test_export_and_diff_carry_the_latency(tmp_path: Path) -> None:
     path = tmp_path / "lat.jsonl"
     write_journal(path)
-    summary = summarise(read_journal(path))
+    summary = summarize_journal(read_journal(path))
     data = to_data(summary)
     assert [w["turn"] for w in data["latency"]["turns"]] == [1, 2]
     assert data["latency"]["interrupts"][0]["local_flush_ms"] == 50.0
@@ -168,7 +168,7 @@ def test_export_counts_turns_as_the_session_does(tmp_path: Path) -> None:
     worst turn by the user's count, exactly as the session's own summary does."""
     path = tmp_path / "lat.jsonl"
     final = write_journal(path, greeting=True)
-    data = to_data(summarise(read_journal(path)))
+    data = to_data(summarize_journal(read_journal(path)))
     assert [(w["kind"], w["turn"]) for w in data["latency"]["turns"]] == [
         ("unprompted", 0),
         ("typed", 1),

@@ -22,7 +22,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from fishtalk.core import conversation as conv
-from fishtalk.engine.journal.reader import read_journal, summarise
+from fishtalk.engine.journal.reader import read_journal, summarize_journal
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.replay import REPLAY_KEYS, ReplayApp
 from fishtalk.tui.screens.help import HelpScreen
@@ -57,7 +57,7 @@ async def test_replay_ends_with_the_transcript_and_tool_cards_of_the_session() -
         assert "hello journal" in items
         assert "Hello from the journal test." in items
         panel = app.query_one(ToolPanel)
-        calls = [t.call_id for t in summarise(journal).tools]
+        calls = [t.call_id for t in summarize_journal(journal).tools]
         assert [v.card.call_id for v in panel.card_views] == calls
         assert all(not v.running for v in panel.card_views)
 

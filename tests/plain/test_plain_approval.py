@@ -18,7 +18,7 @@ from fishtalk.cli.settings import Settings
 from fishtalk.core.protocol import ClientToolCall
 from fishtalk.engine.tools import ToolContext, ToolOutcome, ToolRegistry, ToolRunner
 from fishtalk.engine.tools.approval import require_approval
-from fishtalk.plain.line import PlainChat
+from fishtalk.plain.chat import PlainChat
 
 
 def _chat() -> tuple[PlainChat, io.StringIO]:

@@ -24,7 +24,7 @@ from fishtalk.cli.launch import build_session, exit_code
 from fishtalk.cli.settings import Settings
 from fishtalk.core import conversation as conv
 from fishtalk.engine.session import Session
-from fishtalk.plain.line import PlainChat
+from fishtalk.plain.chat import PlainChat
 from fishtalk.sim import SimAgent, SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 

@@ -14,7 +14,7 @@ import pytest
 from fishtalk.core import conversation as conv
 from fishtalk.core import protocol as p
 from fishtalk.engine.metrics import MetricsFile
-from fishtalk.plain.line import PlainRenderer
+from fishtalk.plain.render import PlainRenderer
 
 
 def _script(latency: bool) -> tuple[str, conv.State]:

@@ -11,15 +11,16 @@ from fishtalk.cli.settings import Settings
 from fishtalk.core import conversation as conv
 from fishtalk.core import protocol as p
 from fishtalk.core.errors import exit_code_for
-from fishtalk.plain.line import PlainChat, PlainRenderer, _answered, clean
+from fishtalk.plain.chat import PlainChat, _answered
+from fishtalk.plain.render import PlainRenderer, stripped
 
 
-def test_clean_strips_escapes_and_controls() -> None:
+def test_stripped_strips_escapes_and_controls() -> None:
     nasty = (
         "a\x1b[31mred\x1b[0m b\x1b]0;title\x07c \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ "
         "d\x9b2Je\x07f\rg\nh\u202eevil\x00"
     )
-    out = clean(nasty)
+    out = stripped(nasty)
     assert "\x1b" not in out
     assert "\x9b" not in out
     assert all(ch.isprintable() for ch in out)

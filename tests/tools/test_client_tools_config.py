@@ -15,11 +15,12 @@ import pytest
 from session_harness import WAIT, Sim, until
 from test_tools_command import gone
 
-from fishtalk.cli.settings import Settings, ToolDecl
+from fishtalk.cli.settings import Settings
 from fishtalk.core import protocol as p
 from fishtalk.engine.tools import ApprovalRequest
 from fishtalk.engine.tools.build import build_runner
 from fishtalk.engine.tools.builtins import BuiltinOptions
+from fishtalk.engine.tools.declared import ToolDecl
 
 pytestmark = pytest.mark.webrtc
 

@@ -22,7 +22,7 @@ from test_client_tools_config import wait_gone, wait_pids
 
 from fishtalk.cli.config import load_settings
 from fishtalk.cli.launch import build_session, tool_runner
-from fishtalk.cli.settings import Settings, ToolDecl
+from fishtalk.cli.settings import Settings
 from fishtalk.core import protocol as p
 from fishtalk.engine.host import HostLink
 from fishtalk.engine.paths import CONFIG_PATH_ENV
@@ -30,6 +30,7 @@ from fishtalk.engine.session import Session
 from fishtalk.engine.tools import ApprovalRequest
 from fishtalk.engine.tools.build import build_runner
 from fishtalk.engine.tools.builtins import BuiltinOptions
+from fishtalk.engine.tools.declared import ToolDecl
 from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import Pcm, tone

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.cli.settings import Settings, ToolDecl
+from fishtalk.cli.settings import Settings
 from fishtalk.core.errors import ConfigError
 from fishtalk.core.protocol import ClientToolCall
 from fishtalk.engine.tools.build import build_registry, build_runner, describe_tools
+from fishtalk.engine.tools.declared import ToolDecl
 from fishtalk.engine.tools.registry import ApprovalRequest
 from fishtalk.engine.tools.runner import ToolRunner
 

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from fishtalk.core import conversation as c
 from fishtalk.core.conversation.latency import percentile, summarize
-from fishtalk.tui.screens.ended import EndedScreen, Summary
+from fishtalk.tui.screens.ended import CallSummary, EndedScreen
 from fishtalk.tui.widgets.latency import (
     MAX_BADGES,
     Badges,
@@ -235,7 +235,7 @@ def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
     for inp in connected():
         state, _ = c.reduce(state, inp)
     state = replace(state, latency=c.Latency(turns=turns))
-    summary = Summary.from_state(state, reason="user_hangup", exit_code=0)
+    summary = CallSummary.from_state(state, reason="user_hangup", exit_code=0)
     assert summary.latency == summarize(turns)
     heard = summary.latency_line()
     assert heard is not None
@@ -248,7 +248,7 @@ def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
         " · latency: p50 1.00 s, p95 1.90 s, worst 2.00 s (your turn 20); 20 of 21 replies measured"
     )
     # Turns, none measured: the ended screen says so; the exit line keeps to figures.
-    none = Summary.from_state(
+    none = CallSummary.from_state(
         replace(state, latency=c.Latency(turns=(unmeasured(1, "a", "text-only"),))),
         reason="user_hangup",
         exit_code=0,
@@ -259,12 +259,12 @@ def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
     greeting = c.Waterfall(
         turn=1, kind="unprompted", user_ended_at=1.0, segment_id="a1", incomplete="no user turn"
     )
-    greeted = Summary.from_state(
+    greeted = CallSummary.from_state(
         replace(state, latency=c.Latency(turns=(greeting,))), reason="user_hangup", exit_code=0
     )
     assert greeted.latency is None
     # No measured turn at all: nothing about latency.
-    quiet = Summary.from_state(
+    quiet = CallSummary.from_state(
         replace(state, latency=c.Latency()), reason="user_hangup", exit_code=0
     )
     assert quiet.latency is None

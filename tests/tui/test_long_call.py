@@ -9,8 +9,9 @@ from textual.pilot import Pilot
 from fishtalk.core import conversation as c
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.screens.ended import EndedScreen
+from fishtalk.tui.widgets.bounded_view import DEFAULT_MAX_ITEMS
 from fishtalk.tui.widgets.tools import MAX_CARDS, ToolPanel
-from fishtalk.tui.widgets.transcript import DEFAULT_MAX_ITEMS, Transcript
+from fishtalk.tui.widgets.transcript import Transcript
 
 from .helpers import (
     ScriptedSession,
@@ -170,7 +171,7 @@ async def test_set_items_with_an_offset_keeps_what_stays() -> None:
     from rich.text import Text
     from textual.app import App, ComposeResult
 
-    from fishtalk.tui.widgets.transcript import TranscriptView
+    from fishtalk.tui.widgets.bounded_view import TranscriptView
 
     class Host(App[None]):
         def compose(self) -> ComposeResult:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from support.scripted import ScriptedSession
 
 from fishtalk.core import conversation as c
-from fishtalk.tui.safe import clean, pretty_payload, safe_text
+from fishtalk.tui.safe import pretty_payload, safe_text, visible
 from fishtalk.tui.widgets.tools import ToolPanel, render_card
 from fishtalk.tui.widgets.transcript import Transcript, render_segment
 
@@ -37,26 +37,26 @@ def test_markup_is_literal() -> None:
 
 
 def test_escapes_and_controls_are_visible() -> None:
-    assert clean(ANSI).startswith("␛[31mred␛[0m ␛]0;pwned␇")
-    assert _no_controls(clean(ANSI))
-    shown = clean(CONTROL)
+    assert visible(ANSI).startswith("␛[31mred␛[0m ␛]0;pwned␇")
+    assert _no_controls(visible(ANSI))
+    shown = visible(CONTROL)
     assert _no_controls(shown)
     for picture in ("␇", "␈", "␀", "␍", "␡", "<U+009B>"):
         assert picture in shown
 
 
 def test_bidi_overrides_are_shown_as_code_points() -> None:
-    assert clean(BIDI) == "abc<U+202E>dcba<U+202C> end"
+    assert visible(BIDI) == "abc<U+202E>dcba<U+202C> end"
 
 
 def test_printable_unicode_is_untouched() -> None:
     for value in (EMOJI, COMBINING, RTL):
-        assert clean(value) == value
+        assert visible(value) == value
 
 
 @given(st.text())
 def test_clean_never_leaves_a_control_character(value: str) -> None:
-    assert _no_controls(clean(value))
+    assert _no_controls(visible(value))
 
 
 def test_pretty_payload_handles_non_json_and_deep_json() -> None:
@@ -69,7 +69,7 @@ def test_pretty_payload_handles_non_json_and_deep_json() -> None:
 def test_segment_and_card_render_literally() -> None:
     for value in HOSTILE:
         seg = c.Segment(1, "s", "agent", "agent", value, final=True)
-        assert render_segment(seg).plain == "agent ▸ " + clean(value)
+        assert render_segment(seg).plain == "agent ▸ " + visible(value)
         card = c.ToolCard(
             seq=1,
             call_id="x",
@@ -82,7 +82,7 @@ def test_segment_and_card_render_literally() -> None:
         )
         plain = render_card(card, 0.0, expanded=True).plain
         assert _no_controls(plain)
-        assert clean(value) in plain
+        assert visible(value) in plain
 
 
 async def test_hostile_strings_in_the_running_app() -> None:
@@ -97,7 +97,7 @@ async def test_hostile_strings_in_the_running_app() -> None:
         session.feed(c.AddNotice(MARKUP + ANSI, 20.0))
         await drawn(pilot, session)
         transcript = app.query_one(Transcript)
-        assert transcript.plain_items() == ["agent ▸ " + clean(v) for v in HOSTILE]
+        assert transcript.plain_items() == ["agent ▸ " + visible(v) for v in HOSTILE]
         lines = transcript.text_lines()
         width = transcript.scrollable_content_region.width
         assert all(len(line) <= width for line in lines)

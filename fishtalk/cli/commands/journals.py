@@ -81,13 +81,13 @@ def export(
 
     A damaged journal is exported up to the damage, then one line says so (exit 2).
     """
-    from fishtalk.engine.journal.reader import find_journal, read_journal, summarise
+    from fishtalk.engine.journal.reader import find_journal, read_journal, summarize_journal
     from fishtalk.workbench.journal.export import FORMATS, render
 
     if fmt not in FORMATS:
         raise typer.BadParameter(f"must be one of {', '.join(FORMATS)}", param_hint="--format")
     journal = read_journal(find_journal(ref, _journal_dir()))
-    typer.echo(render(summarise(journal), fmt), nl=False)
+    typer.echo(render(summarize_journal(journal), fmt), nl=False)
     _damaged(journal.damage)
 
 
@@ -103,14 +103,14 @@ def diff(
     Exit codes: 0 the same, 1 different, 2 a journal is missing or damaged.
     """
     from fishtalk.core.text import json_escape
-    from fishtalk.engine.journal.reader import find_journal, read_journal, summarise
+    from fishtalk.engine.journal.reader import find_journal, read_journal, summarize_journal
     from fishtalk.workbench.journal.compare import diff as compare
     from fishtalk.workbench.journal.compare import format_diff
 
     directory = _journal_dir()
     first = read_journal(find_journal(a, directory))
     second = read_journal(find_journal(b, directory))
-    result = compare(summarise(first), summarise(second))
+    result = compare(summarize_journal(first), summarize_journal(second))
     if as_json:
         typer.echo(json_escape(json.dumps(result, ensure_ascii=False, indent=2)))
     else:

@@ -92,7 +92,9 @@ def tools_run(
     approver = choose_approver(
         terminal_approver(), answers_from=sys.stdin, question_to=sys.stderr, assume_yes=yes
     )
-    runner = build_runner(settings, approver=approver)
+    runner = build_runner(
+        settings, default_timeout=settings.session.client_tool_timeout, approver=approver
+    )
     if name not in runner.registry:
         typer.echo(
             f"fishtalk: {strip(unknown_tool_message(name, runner.registry.names()))}", err=True

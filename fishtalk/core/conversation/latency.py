@@ -309,7 +309,7 @@ class Latency:
                 return turn
         return None
 
-    def summary(self, last: int | None = None) -> Summary:
+    def summary(self, last: int | None = None) -> LatencySummary:
         """:func:`summarize` over the closed turns, or only the ``last`` N (a rolling
         figure, e.g. for a status bar)."""
         turns = self.turns if last is None else self.turns[-last:] if last > 0 else ()
@@ -317,7 +317,7 @@ class Latency:
 
 
 @dataclass(frozen=True, slots=True)
-class Summary:
+class LatencySummary:
     """Heard latency over a call: p50, p95 and the worst turn (``None`` with no figures)."""
 
     turns: int
@@ -351,13 +351,13 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[min(rank, len(ordered)) - 1]
 
 
-def summarize(turns: Sequence[Waterfall]) -> Summary:
+def summarize(turns: Sequence[Waterfall]) -> LatencySummary:
     """p50, p95 and the worst of the turns' heard figures (unprompted turns left out)."""
     turns = [t for t in turns if t.kind != "unprompted"]
     measured = [t for t in turns if t.heard is not None]
     heard = [t.heard for t in measured if t.heard is not None]
     worst = max(measured, key=lambda t: t.heard or 0.0) if measured else None
-    return Summary(
+    return LatencySummary(
         turns=len(turns),
         measured=len(measured),
         p50=percentile(heard, 0.5),
@@ -423,7 +423,7 @@ def note(w: Waterfall) -> str:
     return f"{head} ({', '.join(parts)})" if parts else head
 
 
-def summary_parts(s: Summary) -> tuple[tuple[str, str], ...]:
+def summary_parts(s: LatencySummary) -> tuple[tuple[str, str], ...]:
     """The call's heard latency as labelled parts: ``("latency", "p50 0.82 s, p95
     1.20 s")``, ``("worst", "1.31 s (your turn 4)")``, ``("measured", "5 of 6 replies")``,
     or only ``("latency", "no measured turns")``. Only replies to the user's turns count
@@ -443,7 +443,7 @@ def summary_parts(s: Summary) -> tuple[tuple[str, str], ...]:
     )
 
 
-def summary_text(s: Summary) -> str:
+def summary_text(s: LatencySummary) -> str:
     """The call's heard latency in one line: ``latency: p50 0.82 s, p95 1.20 s, worst
     1.31 s (your turn 4); 5 of 6 replies measured``, or ``latency: no measured turns``
     (the parts of :func:`summary_parts`)."""

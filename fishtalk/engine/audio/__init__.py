@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fishtalk.cli.settings import AudioSettings
     from fishtalk.engine.audio.base import AudioBackend, NoticeCallback
+    from fishtalk.engine.audio.options import AudioOptions
 
 
-def open_backend(settings: AudioSettings, *, notice: NoticeCallback | None = None) -> AudioBackend:
+def open_backend(settings: AudioOptions, *, notice: NoticeCallback | None = None) -> AudioBackend:
     """Build the audio backend for ``settings``; never raises (see ``backend.open_backend``)."""
     from fishtalk.engine.audio.backend import open_backend as _open
 

@@ -75,7 +75,7 @@ from fishtalk.engine.audio.vad import EnergyVad
 if TYPE_CHECKING:
     from livekit import rtc
 
-    from fishtalk.cli.settings import AudioSettings
+    from fishtalk.engine.audio.options import AudioOptions
 
 Int16Array = npt.NDArray[np.int16]
 _log = logging.getLogger(__name__)
@@ -1149,7 +1149,7 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def open_backend(settings: AudioSettings, *, notice: NoticeCallback | None = None) -> AudioBackend:
+def open_backend(settings: AudioOptions, *, notice: NoticeCallback | None = None) -> AudioBackend:
     """Build the audio backend for these settings; never raises.
 
     Falls back to :class:`NullAudio` with a one-line reason when audio is disabled,

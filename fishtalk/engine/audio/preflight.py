@@ -9,18 +9,38 @@ text-only session with its one-line explanation.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from fishtalk.cli.settings import Settings
+    from fishtalk.engine.audio.options import AudioOptions
 
 
-def audio_wanted(settings: Settings) -> bool:
+class _TextOnly(Protocol):
+    @property
+    def text_only(self) -> bool: ...
+
+
+class CallAudio(Protocol):
+    """What the preflight reads: the audio options and whether the call is text-only
+    (the CLI's settings are one)."""
+
+    @property
+    def audio(self) -> AudioOptions:
+        """The audio options."""
+        ...
+
+    @property
+    def session(self) -> _TextOnly:
+        """The session options (only ``text_only`` is read)."""
+        ...
+
+
+def audio_wanted(settings: CallAudio) -> bool:
     """Whether the session will try to open the microphone and speaker at all."""
     return settings.audio.enabled and not settings.session.text_only
 
 
-def check_named_devices(settings: Settings) -> None:
+def check_named_devices(settings: CallAudio) -> None:
     """Resolve ``audio.input_device`` / ``audio.output_device`` when set and audio is on.
 
     Raises :class:`~fishtalk.core.errors.AudioDeviceError` (exit 2, the choices in its
@@ -40,4 +60,4 @@ def check_named_devices(settings: Settings) -> None:
     resolve_device(audio.output_device, "output", devices=devices)
 
 
-__all__ = ["audio_wanted", "check_named_devices"]
+__all__ = ["CallAudio", "audio_wanted", "check_named_devices"]

@@ -1,4 +1,4 @@
-"""Reading a journal back, damage included, and what a session was: :func:`summarise`.
+"""Reading a journal back, damage included, and what a session was: :func:`summarize_journal`.
 
 :func:`read_journal` never raises anything but :class:`JournalError` (one sentence, exit
 code 2 at the CLI edge). A journal cut short (a crash mid-line) or with a corrupted line is
@@ -6,7 +6,7 @@ read up to the damage: :attr:`Journal.damage` says where, and the records before
 kept. A journal written by a newer fishtalk (a higher ``version``), one with no header, or
 a file that is not a journal at all is refused.
 
-:func:`summarise` turns the records into turns (who said what, when, how long the agent
+:func:`summarize_journal` turns the records into turns (who said what, when, how long the agent
 took to answer), tool calls (params, result or error, timings, approval) and errors, on the
 session clock (seconds since the header). Pure functions over plain data.
 """
@@ -216,7 +216,7 @@ class ToolCall:
 
 
 @dataclass(slots=True)
-class Summary:
+class JournalSummary:
     """What a session was, from its journal."""
 
     journal: Journal
@@ -246,9 +246,9 @@ def _num(value: object, default: float = 0.0) -> float:
     return float(value) if isinstance(value, int | float) else default
 
 
-def summarise(journal: Journal) -> Summary:
+def summarize_journal(journal: Journal) -> JournalSummary:
     """Turns, tool calls, errors and the end of ``journal``."""
-    out = Summary(journal)
+    out = JournalSummary(journal)
     by_segment: dict[str, Turn] = {}
     tools: dict[str, ToolCall] = {}
     last_t = 0.0
@@ -314,7 +314,7 @@ def _maybe_json(value: Any) -> Any:
 
 
 def _apply_change(
-    out: Summary,
+    out: JournalSummary,
     rec: Mapping[str, Any],
     t: float,
     by_segment: dict[str, Turn],
@@ -378,11 +378,11 @@ def _apply_change(
 __all__ = [
     "Journal",
     "JournalError",
-    "Summary",
+    "JournalSummary",
     "ToolCall",
     "Turn",
     "find_journal",
     "parse_lines",
     "read_journal",
-    "summarise",
+    "summarize_journal",
 ]

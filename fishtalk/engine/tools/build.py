@@ -14,14 +14,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fishtalk.cli.settings import Settings, ToolDecl
 from fishtalk.core.errors import ConfigError
 from fishtalk.engine.tools import plugins
 from fishtalk.engine.tools.approval import ApproveMode
 from fishtalk.engine.tools.builtins import BUILTINS, BuiltinOptions, make_builtin
 from fishtalk.engine.tools.command import CommandSpec, CommandTool
+from fishtalk.engine.tools.declared import ToolDecl, ToolSettings
 from fishtalk.engine.tools.registry import Approver, ToolHandler, ToolRegistry, check_tool_name
-from fishtalk.engine.tools.runner import ToolRunner
+from fishtalk.engine.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ class _Planned:
     make: Callable[[BuiltinOptions], ToolHandler] | None
 
 
-def _plan(settings: Settings, environ: Mapping[str, str]) -> list[_Planned]:
+def _plan(settings: ToolSettings, environ: Mapping[str, str]) -> list[_Planned]:
     found = plugins.discover()
     by_name: dict[str, list[plugins.PluginEntry]] = {}
     for entry in found:
@@ -191,7 +191,7 @@ def _plan_plugin(name: str, entries: list[plugins.PluginEntry], decl: ToolDecl |
 
 
 def describe_tools(
-    settings: Settings, *, environ: Mapping[str, str] | None = None
+    settings: ToolSettings, *, environ: Mapping[str, str] | None = None
 ) -> list[ToolInfo]:
     """Every declared, built-in and plugin tool with its source and validity (never raises
     for a bad tool; the config itself must have loaded)."""
@@ -199,7 +199,7 @@ def describe_tools(
 
 
 def build_registry(
-    settings: Settings,
+    settings: ToolSettings,
     *,
     options: BuiltinOptions | None = None,
     environ: Mapping[str, str] | None = None,
@@ -227,14 +227,16 @@ def build_registry(
 
 
 def build_runner(
-    settings: Settings,
+    settings: ToolSettings,
     *,
+    default_timeout: float = DEFAULT_TIMEOUT,
     approver: Approver | None = None,
     options: BuiltinOptions | None = None,
 ) -> ToolRunner:
-    """A ToolRunner over :func:`build_registry`, with the session's default timeout."""
+    """A ToolRunner over :func:`build_registry` (``default_timeout``: for tools that set
+    none)."""
     return ToolRunner(
         build_registry(settings, options=options),
-        default_timeout=settings.session.client_tool_timeout,
+        default_timeout=default_timeout,
         approver=approver,
     )

@@ -37,11 +37,11 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from fishtalk.cli.config import SECRET_ENV_NAMES, is_secret_env_name
 from fishtalk.engine.system import kill_process_tree, new_process_group
 from fishtalk.engine.tools.approval import ApproveMode, require_approval
 from fishtalk.engine.tools.registry import ToolContext, ToolError
 from fishtalk.engine.tools.runner import MAX_RESULT_BYTES
+from fishtalk.engine.tools.secret_env import SECRET_ENV_NAMES, is_secret_env_name
 
 MAX_OUTPUT_BYTES: Final = MAX_RESULT_BYTES
 """stdout beyond this many bytes kills the tool and fails the call."""
@@ -67,7 +67,7 @@ BASE_ENV: Final = (
 """Passed to every command tool when set: what ordinary programs need to behave."""
 NEVER_PASSED: Final = frozenset(SECRET_ENV_NAMES)
 """Never given to a tool, whatever the allowlist says: in any case of their letters
-(every name :func:`~fishtalk.cli.config.is_secret_env_name` accepts)."""
+(every name :func:`~fishtalk.engine.tools.secret_env.is_secret_env_name` accepts)."""
 
 
 class CommandToolError(ToolError):

@@ -15,14 +15,18 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from fishtalk.core.conversation import State, describe_end_reason
-from fishtalk.core.conversation.latency import Summary as LatencySummary
-from fishtalk.core.conversation.latency import summarize, summary_parts, summary_text
-from fishtalk.tui.safe import clean
+from fishtalk.core.conversation.latency import (
+    LatencySummary,
+    summarize,
+    summary_parts,
+    summary_text,
+)
+from fishtalk.tui.safe import visible
 from fishtalk.tui.widgets.status import format_duration
 
 
 @dataclass(frozen=True, slots=True)
-class Summary:
+class CallSummary:
     """What the ended screen reports."""
 
     reason: str
@@ -41,7 +45,7 @@ class Summary:
     """Heard latency over the call's turns (None: no user turn to measure from)."""
 
     @classmethod
-    def from_state(cls, state: State, *, reason: str | None, exit_code: int) -> Summary:
+    def from_state(cls, state: State, *, reason: str | None, exit_code: int) -> CallSummary:
         """Summarise a (normally ended) state."""
         final_reason = reason or state.end_reason or "ended"
         # The live logs, plus what dropped off their front (the reducer counted it).
@@ -87,7 +91,7 @@ class Summary:
         no user turn to measure from."""
         if self.latency is None:
             return None
-        return clean(summary_text(self.latency))
+        return visible(summary_text(self.latency))
 
     def line(self) -> str:
         """The summary as one plain line for the normal screen after the app exits, e.g.
@@ -96,7 +100,7 @@ class Summary:
 
         A session that never connected had no call to speak of: just its sentence.
         """
-        sentence = clean(" ".join(self.reason_text.split()))
+        sentence = visible(" ".join(self.reason_text.split()))
         if not self.connected:
             return sentence or "call ended"
         reason = sentence.rstrip(".")
@@ -120,7 +124,7 @@ class EndedScreen(ModalScreen[None]):
         Binding("escape,enter,space,q", "close", "Exit", show=True),
     ]
 
-    def __init__(self, summary: Summary, *, linger: float | None) -> None:
+    def __init__(self, summary: CallSummary, *, linger: float | None) -> None:
         super().__init__()
         self.summary = summary
         self._linger = linger
@@ -139,10 +143,10 @@ class EndedScreen(ModalScreen[None]):
             table.add_row("errors", str(s.errors))
         if s.latency is not None:
             for label, value in summary_parts(s.latency):
-                table.add_row(label, Text(clean(value)))
+                table.add_row(label, Text(visible(value)))
         with Vertical(id="ended-box"):
             yield Static(Text("■ Session ended", style="bold"), id="ended-title")
-            yield Static(Text(clean(s.reason_text)), id="ended-reason")
+            yield Static(Text(visible(s.reason_text)), id="ended-reason")
             yield Static(table, id="ended-table")
             hint = "Press any key to exit."
             if self._linger is not None:

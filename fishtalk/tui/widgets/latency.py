@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from fishtalk.core.conversation import Latency, State, Waterfall
 from fishtalk.core.conversation.latency import badge, percentile
-from fishtalk.tui.safe import clean
+from fishtalk.tui.safe import visible
 
 ROLLING_TURNS: Final = 10
 """The status bar's p50 is over this many of the latest measured turns."""
@@ -62,7 +62,7 @@ def rolling_p50(turns: Sequence[Waterfall], count: int = ROLLING_TURNS) -> float
 
 def badge_text(turn: Waterfall) -> str:
     """A turn's badge, made inert (the words are latency.badge's)."""
-    return clean(badge(turn))
+    return visible(badge(turn))
 
 
 class Badges:

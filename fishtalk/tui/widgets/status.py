@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from fishtalk.core.conversation import State, describe_end_reason
 from fishtalk.core.protocol import AGENT_STATES
-from fishtalk.tui.safe import clean
+from fishtalk.tui.safe import visible
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,7 @@ class AgentIndicator(Static):
         look = AGENT_LOOKS[key]
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"{look.glyph} ", style="bold")
-        label = look.label if key != "unknown" else f"unknown ({clean(state.agent_state or '')})"
+        label = look.label if key != "unknown" else f"unknown ({visible(state.agent_state or '')})"
         text.append(label)
         self.update(text)
 
@@ -110,7 +110,7 @@ class ConnectionStatus(Static):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"{_STATUS_GLYPHS[state.status]} {state.status}")
         if state.ended and state.end_reason:
-            text.append(f": {clean(describe_end_reason(state.end_reason))}")
+            text.append(f": {visible(describe_end_reason(state.end_reason))}")
         self.update(text)
 
 

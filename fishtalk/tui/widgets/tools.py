@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from fishtalk.core.conversation import Log, ToolCard
-from fishtalk.tui.safe import clean, pretty_payload, safe_text
+from fishtalk.tui.safe import pretty_payload, safe_text, visible
 from fishtalk.tui.widgets.status import format_duration
 from fishtalk.tui.widgets.transcript import log_changes
 
@@ -55,7 +55,7 @@ _STATUS_LOOK: Final = {
 
 
 def _status(status: str) -> tuple[str, str]:
-    return _STATUS_LOOK.get(status, ("?", clean(status)))
+    return _STATUS_LOOK.get(status, ("?", visible(status)))
 
 
 def _style(status: str) -> str:

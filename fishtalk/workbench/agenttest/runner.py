@@ -539,10 +539,10 @@ async def run_test(
             return result
     try:
         if test.config_tools:
-            from fishtalk.cli.config import load_settings
             from fishtalk.engine.tools.build import build_registry
+            from fishtalk.engine.tools.declared import read_config_tools
 
-            declared |= set(build_registry(load_settings(target.config_path)).names())
+            declared |= set(build_registry(read_config_tools(target.config_path)).names())
         session = AgentSession(
             agent_id,
             config_tools=(target.config_path or True) if test.config_tools else False,

@@ -16,7 +16,11 @@ from typing import Any, Final
 
 from fishtalk.core.errors import JournalError
 from fishtalk.core.text import strip
-from fishtalk.engine.journal.reader import Summary, read_journal, summarise
+from fishtalk.engine.journal.reader import (
+    JournalSummary,
+    read_journal,
+    summarize_journal,
+)
 from fishtalk.workbench.journal.export import clock, to_data
 
 TOLERANCE: Final = 0.5
@@ -38,7 +42,7 @@ def _timing(turn: dict[str, Any] | None, key: str) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def diff(a: Summary, b: Summary, *, tolerance: float = TOLERANCE) -> dict[str, Any]:
+def diff(a: JournalSummary, b: JournalSummary, *, tolerance: float = TOLERANCE) -> dict[str, Any]:
     """Where ``b`` differs from ``a``, turn by turn (plain JSON data)."""
     da, db = to_data(a), to_data(b)
     rows: list[dict[str, Any]] = []
@@ -172,7 +176,7 @@ def list_sessions(directory: Path) -> list[SessionRow]:
     rows = []
     for path in reversed(journal_files(directory)):
         try:
-            summary = summarise(read_journal(path))
+            summary = summarize_journal(read_journal(path))
         except JournalError as exc:
             rows.append(SessionRow(path.stem, path, "", "", 0.0, 0, 0, 0, "unreadable", str(exc)))
             continue

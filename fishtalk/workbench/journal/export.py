@@ -13,7 +13,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from fishtalk.core.conversation.latency import percentile
 from fishtalk.core.text import json_escape, strip
-from fishtalk.engine.journal.reader import Summary, ToolCall, Turn
+from fishtalk.engine.journal.reader import JournalSummary, ToolCall, Turn
 
 Format: TypeAlias = Literal["md", "txt", "json", "srt", "vtt"]
 FORMATS: Final[tuple[Format, ...]] = ("md", "txt", "json", "srt", "vtt")
@@ -80,7 +80,9 @@ def _tool_line(call: ToolCall) -> str:
     return f"{kind} {_line(call.name)}({params}) {outcome}{took}{approval}"
 
 
-def _events(summary: Summary) -> list[tuple[float, int, str, Turn | ToolCall | dict[str, Any]]]:
+def _events(
+    summary: JournalSummary,
+) -> list[tuple[float, int, str, Turn | ToolCall | dict[str, Any]]]:
     items: list[tuple[float, int, str, Turn | ToolCall | dict[str, Any]]] = []
     for turn in summary.turns:
         items.append((turn.start, 0, "turn", turn))
@@ -92,7 +94,7 @@ def _events(summary: Summary) -> list[tuple[float, int, str, Turn | ToolCall | d
     return items
 
 
-def _heading(summary: Summary) -> list[str]:
+def _heading(summary: JournalSummary) -> list[str]:
     journal = summary.journal
     return [
         f"agent: {_line(summary.agent_id) or '?'}",
@@ -103,7 +105,7 @@ def _heading(summary: Summary) -> list[str]:
     ]
 
 
-def to_txt(summary: Summary) -> str:
+def to_txt(summary: JournalSummary) -> str:
     """Plain text: one line per turn, tool call and error, with its time."""
     lines = [*_heading(summary), ""]
     for at, _, kind, item in _events(summary):
@@ -118,7 +120,7 @@ def to_txt(summary: Summary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_md(summary: Summary) -> str:
+def to_md(summary: JournalSummary) -> str:
     """Markdown: a heading, the facts, then the conversation."""
     title = _line(summary.agent_id) or "session"
     lines = [f"# Conversation with {title}", ""]
@@ -155,7 +157,7 @@ def _tool_dict(call: ToolCall) -> dict[str, Any]:
     }
 
 
-def to_data(summary: Summary) -> dict[str, Any]:
+def to_data(summary: JournalSummary) -> dict[str, Any]:
     """The summary as plain JSON data (what ``--format json`` prints)."""
     journal = summary.journal
     turns = []
@@ -192,7 +194,7 @@ def to_data(summary: Summary) -> dict[str, Any]:
     }
 
 
-def _latency_data(summary: Summary) -> dict[str, Any]:
+def _latency_data(summary: JournalSummary) -> dict[str, Any]:
     """The measured latency: each turn's waterfall, each interrupt, p50/p95/worst (ms)."""
     # As conversation.latency.summarize counts: an unprompted turn (the greeting) answers
     # no user turn and is left out.
@@ -218,12 +220,12 @@ def _latency_data(summary: Summary) -> dict[str, Any]:
     }
 
 
-def to_json(summary: Summary) -> str:
+def to_json(summary: JournalSummary) -> str:
     """JSON: turns with per-turn timings, tool calls with params and results, errors."""
     return json_escape(json.dumps(to_data(summary), ensure_ascii=False, indent=2)) + "\n"
 
 
-def _cues(summary: Summary) -> list[tuple[float, float, str]]:
+def _cues(summary: JournalSummary) -> list[tuple[float, float, str]]:
     """One cue per turn; a cue lasts at least MIN_CUE unless the next one starts sooner."""
     turns = [turn for turn in summary.turns if _line(turn.text)]
     cues = []
@@ -237,7 +239,7 @@ def _cues(summary: Summary) -> list[tuple[float, float, str]]:
     return cues
 
 
-def to_srt(summary: Summary) -> str:
+def to_srt(summary: JournalSummary) -> str:
     """SubRip subtitles: one cue per turn, on the session clock."""
     blocks = []
     for number, (start, end, text) in enumerate(_cues(summary), start=1):
@@ -245,7 +247,7 @@ def to_srt(summary: Summary) -> str:
     return "\n".join(blocks)
 
 
-def to_vtt(summary: Summary) -> str:
+def to_vtt(summary: JournalSummary) -> str:
     """WebVTT subtitles: one cue per turn (with a voice tag), on the session clock."""
     blocks = ["WEBVTT\n"]
     for start, end, text in _cues(summary):
@@ -255,7 +257,7 @@ def to_vtt(summary: Summary) -> str:
     return "\n".join(blocks)
 
 
-def render(summary: Summary, fmt: Format) -> str:
+def render(summary: JournalSummary, fmt: Format) -> str:
     """``summary`` in format ``fmt``."""
     renderers = {"md": to_md, "txt": to_txt, "json": to_json, "srt": to_srt, "vtt": to_vtt}
     return renderers[fmt](summary)

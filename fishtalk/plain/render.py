@@ -1,0 +1,210 @@
+"""Line mode's renderer: conversation states become plain text lines.
+
+:class:`PlainRenderer` prints what :func:`fishtalk.core.conversation.changes` reports, one
+line per fact. On a terminal the agent's text streams onto its line as it is spoken;
+through a pipe only finished lines are printed, so the output is stable and scriptable.
+Every piece of remote text is stripped of control characters and escape sequences
+(:func:`stripped`) before it reaches the terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final, TextIO
+
+from fishtalk.core import conversation as conv
+from fishtalk.core.text import strip
+
+
+def stripped(text: str) -> str:
+    """Remote text made safe for a terminal line: no escapes, no control or bidi characters."""
+    return strip(text)
+
+
+_SILENT_NOTICES: Final = frozenset(
+    {"reconnecting", "reconnected", "agent_joined", "session_ending"}
+)
+"""Notices plain mode does not print: the status lines say the first three, and the line
+saying how the session ended says the last (once)."""
+
+
+def _tool_line(card: conv.ToolCard) -> str:
+    status = card.display_status
+    name = stripped(card.tool_name)
+    source = stripped(card.source)
+    if status == "running":
+        line = f"[tool] {name} ({source}) running"
+        if card.input:
+            line += f": {stripped(card.input)[:200]}"
+        return line
+    took = card.duration
+    if took is None and card.client is not None:
+        took = card.client.duration
+    timing = f" in {took:.1f} s" if took is not None else ""
+    line = f"[tool] {name} ({source}) {status}{timing}"
+    detail = card.error or card.output
+    if card.client is not None and detail is None:
+        detail = card.client.error or card.client.result_preview
+    if detail:
+        cut = "…" if card.output_truncated and detail == card.output else ""
+        line += f": {stripped(detail)[:300]}{cut}"
+    return line
+
+
+def _agent_busy(state: conv.State) -> bool:
+    """The agent is speaking (a line is open, or it said so and its line has not started)."""
+    return state.speaking_segment is not None or state.agent_state == "speaking"
+
+
+class PlainRenderer:
+    """Turns successive :class:`~fishtalk.core.conversation.State` snapshots into lines.
+
+    It prints what :func:`fishtalk.core.conversation.changes` reports, one line per fact:
+    status and agent state changes, finished transcript lines, tool cards when their line
+    changes, notices and errors. A typed message is printed when it is sent (so never
+    before ``* connected``), and a line from the user's side waits while the agent is
+    speaking, so the transcript reads in the order things were said. An error that is
+    also why the session ended is left to the caller's closing line. With ``latency``,
+    each measured turn and interrupt gets its latency note.
+
+    A closed output (a reader that went away, as with ``| head``) is not an error: the
+    renderer stops writing, sets :attr:`closed` and calls ``on_closed`` once.
+    """
+
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        stream_agent: bool,
+        on_closed: Callable[[], None] | None = None,
+        latency: bool = False,
+    ) -> None:
+        self._out = out
+        self._stream = stream_agent
+        self._latency = latency
+        self._on_closed = on_closed
+        self._previous = conv.initial_state()
+        self._streaming: str | None = None
+        """The agent segment whose text is streaming onto the current line (terminal)."""
+        self._streamed = 0
+        """How many characters of it are on screen."""
+        self._held: list[str] = []
+        """User-side lines waiting for the agent to finish speaking."""
+        self.closed = False
+        """The output was closed by its reader; nothing more is written."""
+        self.last_sent_at: float | None = None
+        """When the last typed message left (session clock)."""
+
+    def render(self, state: conv.State) -> None:
+        """Write whatever changed since the last call (call after every reduction)."""
+        previous, self._previous = self._previous, state
+        for event in conv.changes(previous, state):
+            self._show(event, state)
+        if self._held and (state.ended or not _agent_busy(state)):
+            held, self._held = self._held, []
+            for text in held:
+                self.line(text)
+        self.flush()
+
+    def _show(self, event: conv.Change, state: conv.State) -> None:
+        if isinstance(event, conv.StatusChanged):
+            if event.status in ("connected", "reconnecting"):
+                self.line(f"* {event.status}")
+        elif isinstance(event, conv.AgentStateChanged):
+            self.line(f"* agent {stripped(event.agent_state)}")
+        elif isinstance(event, conv.NoticeAdded):
+            if event.notice.kind not in _SILENT_NOTICES:
+                self.line(f"* {stripped(event.notice.text)}")
+        elif isinstance(event, conv.MessageSent):
+            self.last_sent_at = state.clock.now
+            self._user_line(f"you> {stripped(event.segment.text)}", state)
+        elif isinstance(event, conv.SegmentOpened | conv.SegmentGrew):
+            seg = event.segment
+            if self._stream and seg.role == "agent" and not seg.final:
+                self._stream_agent(seg)
+        elif isinstance(event, conv.SegmentFinalised):
+            self._finished(event.segment, state)
+        elif isinstance(event, conv.ToolCardAdded):
+            self.line(_tool_line(event.card))
+        elif isinstance(event, conv.ToolCardChanged):
+            line = _tool_line(event.card)
+            if line != _tool_line(event.previous):
+                self.line(line)
+        elif isinstance(event, conv.ErrorAdded):
+            error = event.error
+            if state.ended and error.code == state.end_reason:
+                return  # why the session ended: the closing line says it, once
+            detail = f" ({stripped(error.detail)})" if error.detail else ""
+            self.line(f"! {stripped(error.message)}{detail}")
+        elif isinstance(event, conv.TurnLatency | conv.InterruptLatency) and self._latency:
+            if isinstance(event, conv.TurnLatency):
+                self.line(f"* {conv.note(event.waterfall)}")
+            else:
+                self.line(f"* {conv.interrupt_note(event.interrupt)}")
+
+    def _user_line(self, text: str, state: conv.State) -> None:
+        if self._held or (_agent_busy(state) and not state.ended):
+            self._held.append(text)
+        else:
+            self.line(text)
+
+    def _stream_agent(self, seg: conv.Segment) -> None:
+        if not seg.text:
+            return
+        if self._streaming is None:
+            self._write(f"agent: {stripped(seg.text)}")
+            self._streaming, self._streamed = seg.segment_id, len(seg.text)
+        elif self._streaming == seg.segment_id and len(seg.text) > self._streamed:
+            self._write(stripped(seg.text[self._streamed :]))
+            self._streamed = len(seg.text)
+
+    def _finished(self, seg: conv.Segment, state: conv.State) -> None:
+        if seg.typed:
+            return
+        if seg.role == "user":
+            if seg.text.strip():
+                self._user_line(f"you: {stripped(seg.text)}", state)
+            return
+        mark = " [interrupted]" if seg.interrupted else ""
+        if self._streaming == seg.segment_id:
+            self._write(stripped(seg.text[self._streamed :]) + mark + "\n")
+            self._streaming, self._streamed = None, 0
+        elif seg.text.strip():
+            self.line(f"agent: {stripped(seg.text)}{mark}")
+
+    def line(self, text: str) -> None:
+        """Write one line, first ending a reply that is streaming on the current line."""
+        if self._streaming is not None:
+            # Another line interrupts a streaming reply: finish the line; the whole reply
+            # is printed again when it is done.
+            self._write(" …\n")
+            self._streaming, self._streamed = None, 0
+        self._write(text + "\n")
+
+    def flush(self) -> None:
+        """Flush the output (a closed output is noted, not raised)."""
+        if self.closed:
+            return
+        try:
+            self._out.flush()
+        except (OSError, ValueError):
+            self._mark_closed()
+
+    def _write(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            self._out.write(text)
+        except (OSError, ValueError):
+            # BrokenPipeError (EPIPE) or a closed file: the reader has gone away.
+            self._mark_closed()
+
+    def _mark_closed(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._on_closed is not None:
+            self._on_closed()
+
+
+__all__ = ["PlainRenderer", "stripped"]
