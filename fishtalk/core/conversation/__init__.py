@@ -4,7 +4,8 @@ The package's files show its shape: :mod:`.state` (what a front end shows),
 :mod:`.inputs` (what the reducer accepts), :mod:`.effects` (what it asks the session to
 do), :mod:`.reasons` (end reasons, error codes and their wording), :mod:`.reduce` (the
 reducer's dispatch) with :mod:`.step` (one reduction in progress), :mod:`.lines`
-(writing lines and cards), its handlers by topic (:mod:`.connection`,
+(writing lines and cards), :mod:`.answers` (which user turn each agent line answers),
+its handlers by topic (:mod:`.connection`,
 :mod:`.transcript`, :mod:`.agent_events`, :mod:`.timers`, :mod:`.commands`) and
 :mod:`.latency_rules` (how each turn's waterfall is built), :mod:`.latency` (the
 waterfall types and their wording) and :mod:`.changes` (what changed between two states,

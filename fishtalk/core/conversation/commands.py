@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
+from fishtalk.core.conversation.answers import _user_turn_ended
 from fishtalk.core.conversation.connection import (
     _can_send,
     _end,
@@ -95,6 +96,7 @@ def _on_send_text(r: _Step, inp: SendText) -> None:
     # Fast path: nothing waiting and the agent listening, so it goes out at once.
     send_now = not internal.queued and _can_send(r.s)
     r.book(typed_count=typed, next_seq=internal.next_seq + 1)
+    turn = _user_turn_ended(r, inp.at, "typed") if send_now else None
     seg = Segment(
         seq=internal.next_seq,
         segment_id=segment_id,
@@ -107,6 +109,7 @@ def _on_send_text(r: _Step, inp: SendText) -> None:
         audio=spoken,
         started_at=inp.at,
         updated_at=inp.at,
+        turn=turn,
     )
     _put_segment(r, seg)
     if send_now:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
+from fishtalk.core.conversation.answers import _user_turn_ended
 from fishtalk.core.conversation.effects import (
     TIMER_AGENT_JOIN,
     TIMER_ENDED_GRACE,
@@ -112,8 +113,9 @@ def _flush_queue(r: _Step, at: float) -> None:
     for q in queued:
         r.fx.append(SendClientEvent(q.message))
         seg = r.s.segment_log.get(q.segment_id)
+        turn = _user_turn_ended(r, at, "typed")
         if seg is not None and seg.queued:
-            _put_segment(r, replace(seg, queued=False))
+            _put_segment(r, replace(seg, queued=False, turn=turn))
         _lat_user_turn_ended(r, "typed", at, text_only=q.message.audio is False)
     r.book(queued=())
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, TypeAlias
 
+from fishtalk.core.conversation.answers import _user_turn_ended
 from fishtalk.core.conversation.latency import (
     MAX_INTERRUPTS,
     MAX_TURNS,
@@ -57,12 +58,11 @@ def _reply_began(w: Waterfall) -> float | None:
 
 
 def _lat_open_turn(r: _Step, kind: TurnKind, at: float, *, text_only: bool) -> Waterfall:
-    lat = r.s.latency
     internal = r.internal
     thinking = internal.lat.thinking_at
     final = internal.lat.user_final_at
     w = Waterfall(
-        turn=lat.user_turns + (kind != "unprompted"),  # settled when it closes
+        turn=internal.user_turn,  # the user turn it answers (see .answers)
         kind=kind,
         user_ended_at=at,
         user_final_at=final if final is not None and final >= at and kind != "typed" else None,
@@ -92,7 +92,7 @@ def _lat_user_turn_ended(r: _Step, kind: TurnKind, at: float, *, text_only: bool
                 _with(
                     w,
                     kind=kind,
-                    turn=lat.user_turns + (kind != "unprompted"),
+                    turn=r.internal.user_turn,
                     user_ended_at=end,
                     thinking_at=thinking if thinking is not None and thinking >= end else None,
                     user_final_at=final if final is not None and final >= end else None,
@@ -138,8 +138,13 @@ def _lat_first_text(r: _Step, seg: Segment) -> None:
         w = _lat_unprompted(r, seg.started_at)
         if w is None:
             return
-    if w.first_text_at is not None or min(seg.started_at, seg.updated_at) < w.user_ended_at:
-        return  # not the first text, or a reply that began before this turn
+    if w.first_text_at is not None:
+        return
+    if w.kind == "unprompted":
+        if min(seg.started_at, seg.updated_at) < w.user_ended_at:
+            return  # a line that began before this turn
+    elif seg.answers_turn != w.turn:
+        return  # the one rule: only a line that answers this user turn (see .answers)
     _lat_set_open(r, _with(w, first_text_at=seg.updated_at, segment_id=seg.segment_id))
 
 
@@ -155,6 +160,12 @@ def _lat_reply_closed(r: _Step, seg: Segment) -> None:
 
 def _lat_user_final(r: _Step, at: float) -> None:
     w = r.s.latency.open
+    if w is not None and w.turn < r.internal.user_turn and _reply_began(w) is None:
+        # This final transcript ended a user turn of its own (no end of speech was seen
+        # for it) before the agent answered: the user's turn goes on, and the reply to
+        # come answers this one (see .answers). Its arrival is the best end there is.
+        _lat_user_turn_ended(r, "spoken", at, text_only=False)
+        w = r.s.latency.open
     if (
         w is not None
         and w.kind == "spoken"
@@ -191,12 +202,11 @@ def _lat_close_turn(r: _Step, closing: _Closing) -> None:
         return
     internal = r.internal
     over = closing == "over" or internal.lat.reply_over
-    # An unprompted turn may have become the answer to a user turn while open (a late
-    # end of speech), so its number is settled here.
-    user_turns = lat.user_turns + (w.kind != "unprompted")
+    # The turn's number is the user turn it answers (see .answers), given when it opened
+    # or when a late end of speech made an unprompted turn the answer to a user turn.
+    user_turns = lat.user_turns if w.kind == "unprompted" else max(lat.user_turns, w.turn)
     closed = _with(
         w,
-        turn=user_turns,
         rtt=lat.rtt,
         incomplete=_lat_reason(w, closing, internal.lat.text_only, over),
     )
@@ -221,6 +231,15 @@ def _lat_close_interrupt(r: _Step) -> None:
     _lat_set(r, open_interrupt=None, interrupts=interrupts[_bounded(interrupts, MAX_INTERRUPTS) :])
 
 
+def _other(r: _Step, w: Waterfall) -> bool:
+    """Audio now is the voice of a line that answers another turn than ``w`` (e.g. the
+    greeting still playing after the user typed): not this turn's reply."""
+    if w.kind == "unprompted":
+        return False
+    line = r.s.speaking_segment
+    return line is not None and line.answers_turn != w.turn
+
+
 def _on_latency_mark(r: _Step, inp: LatencyMark) -> None:
     """A mark only IO can see (see :data:`~fishtalk.core.conversation.latency.MarkKind`)."""
     at = inp.at
@@ -234,6 +253,7 @@ def _on_latency_mark(r: _Step, inp: LatencyMark) -> None:
     lat = r.s.latency
     w = lat.open
     if kind == "speech_ended":
+        _user_turn_ended(r, at, "speech")
         _lat_user_turn_ended(r, "spoken", at, text_only=False)
     elif kind == "typed_sent":
         # The turn opened when the message went out; the publish completing is its end.
@@ -250,13 +270,13 @@ def _on_latency_mark(r: _Step, inp: LatencyMark) -> None:
     elif kind == "audio_received":
         if w is None:
             w = _lat_unprompted(r, at)
-        if w is None or w.audio_received_at is not None or at < w.user_ended_at:
+        if w is None or w.audio_received_at is not None or at < w.user_ended_at or _other(r, w):
             _ignored(r)
             return
         handed = w.audio_handed_at
         _lat_set_open(r, _with(w, audio_received_at=at if handed is None else min(at, handed)))
     elif kind == "audio_heard":
-        if w is None or w.audio_handed_at is not None or at < w.user_ended_at:
+        if w is None or w.audio_handed_at is not None or at < w.user_ended_at or _other(r, w):
             _ignored(r)
             return
         received = w.audio_received_at

@@ -1,10 +1,13 @@
 """Writing transcript lines and tool cards into the state: the bounded logs, what drops
-off them, the open segments, and the latency marks a line carries."""
+off them, the open segments, the user turn a line ends (:mod:`.answers`), and the latency marks a
+line carries."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
+from fishtalk.core.conversation.answers import _user_turn_ended
 from fishtalk.core.conversation.latency_rules import (
     _lat_first_text,
     _lat_reply_closed,
@@ -23,6 +26,9 @@ from fishtalk.core.conversation.step import (
 def _put_segment(r: _Step, seg: Segment) -> None:
     """Replace the segment with the same id, or append it (keeping ``open_ids`` right)."""
     before = r.s.segment_log
+    if seg.role == "user" and seg.final and seg.turn is None and not seg.typed:
+        # The user's final transcript: this line's turn ended (see .answers).
+        seg = replace(seg, turn=_user_turn_ended(r, seg.updated_at, "final"))
     log, old = before.put(seg)
     r.set(segment_log=log)
     # Latency: an agent reply's first text and its end; the user's final transcript.

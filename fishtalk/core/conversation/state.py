@@ -70,6 +70,14 @@ class Segment:
     """Typed messages: whether the agent was asked to speak its reply."""
     started_at: float = 0.0
     updated_at: float = 0.0
+    turn: int | None = None
+    """User lines: the number of the user turn this line is (from 1, in the order the
+    user's turns ended), once it ended (typed: sent; spoken: its end of speech or final
+    transcript). None for agent lines."""
+    answers_turn: int | None = None
+    """Agent lines: the user turn this line answers, the last one that had ended when the
+    line started (None: the greeting, or anything said before the user's first turn).
+    See :mod:`fishtalk.core.conversation.answers`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,6 +439,16 @@ class Internal:
     typed_count: int = 0
     last_activity_sent_at: float | None = None
     debug: Debug = field(default_factory=Debug)
+    user_turn: int = 0
+    """The user turns ended so far (the last one's number; see :mod:`.answers`)."""
+    user_turn_at: float | None = None
+    """When the last user turn ended."""
+    speech_pending: bool = False
+    """The last user turn is speech whose final transcript has not arrived yet."""
+    last_turn_spoken: bool = False
+    """The last user turn was spoken (not typed)."""
+    last_agent_line: str | None = None
+    """The newest agent line (a late end of speech may bind it to a later turn)."""
     lat: LatencyBook = field(default_factory=lambda: _NO_LATENCY_BOOK)
     """The latency bookkeeping (one slot: copied only when it changes)."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from fishtalk.core.conversation.answers import _agent_line_started, _answering
 from fishtalk.core.conversation.inputs import (
     TranscriptStreamChunk,
     TranscriptStreamClosed,
@@ -74,7 +75,10 @@ def _on_stream_opened(r: _Step, inp: TranscriptStreamOpened) -> None:
             open=True,
             started_at=inp.at,
             updated_at=inp.at,
+            answers_turn=_answering(r) if role == "agent" else None,
         )
+        if role == "agent":
+            _agent_line_started(r, inp.segment_id)
         _put_segment(r, seg)
     elif role == "agent" and not seg.interrupted:
         # Another stream for the same agent segment (e.g. a preamble and its answer).
