@@ -1117,9 +1117,7 @@ def test_the_reducers_copy_is_a_shallow_copy_of_every_slot() -> None:
     import dataclasses
     import importlib
 
-    red = importlib.import_module(
-        "fishtalk.core.conversation.reduce"
-    )  # the package's name is taken
+    red = importlib.import_module("fishtalk.core.conversation.step")
 
     state = c.initial_state()
     for obj in (state, state._internal, state.clock, state.latency, state._internal.debug):

@@ -85,7 +85,7 @@ def test_a_conversation_as_events() -> None:
         "segment_grew",
         "segment_finalised",
         "mode_change",  # listening
-        "turn_latency",  # the typed turn's reply is over (text-only: no heard figure)
+        "turn_latency",  # the reply is over (no audio: no heard figure)
         "error",
         "notice",  # the agent announced the end
         "status_change",
@@ -105,8 +105,24 @@ def test_a_conversation_as_events() -> None:
     latency = by_kind["turn_latency"]
     assert isinstance(latency, c.TurnLatency)
     w = latency.waterfall
-    assert (w.kind, w.user_ended_at, w.thinking_at, w.first_text_at) == ("typed", 1.2, 2.6, 3.1)
-    assert (w.segment_id, w.incomplete) == ("aseg", "text-only")
+    # The reply answers the user's last turn, the spoken one (issue 24): the turn that the
+    # typed message began went on until that final transcript, the best end known of it.
+    assert (w.turn, w.kind, w.user_ended_at, w.thinking_at, w.first_text_at) == (
+        2,
+        "spoken",
+        2.4,
+        2.6,
+        3.1,
+    )
+    assert (w.segment_id, w.incomplete) == ("aseg", "no audio")
+    opened = [e for e in events if isinstance(e, c.SegmentOpened)]
+    assert [(e.segment.turn, e.answers_turn) for e in opened] == [
+        (None, None),
+        (None, None),
+        (None, 2),
+    ]
+    assert s.segment("typed-1").turn == 1
+    assert s.segment("useg").turn == 2
 
 
 def test_interrupt_and_typed_turn_events() -> None:

@@ -170,18 +170,32 @@ def _check(state: c.State) -> None:
     for w in latency.turns:
         assert (w.heard is None) == (w.incomplete is not None)
         assert w.heard is None or w.heard >= 0
-    # Turns are numbered by the user turn they answer: consecutive from 1 over the
-    # answered ones, an unprompted one carrying the number of the user turn before it.
+    # Turns are numbered by the user turn they answer (the one rule, issue 24): the
+    # answered ones increase (two user turns before the reply make one, numbered by the
+    # last), an unprompted one carries the number of the user turn before it.
+    ended_turns = state._internal.user_turn
     answered = [w.turn for w in latency.turns if w.kind != "unprompted"]
-    assert answered == list(range(latency.user_turns - len(answered) + 1, latency.user_turns + 1))
-    last = 0 if latency.earlier_turns == 0 else None
-    for w in latency.turns:
-        if w.kind == "unprompted":
-            assert last is None or w.turn == last
-        last = w.turn
+    assert answered == sorted(set(answered))
+    assert all(1 <= n <= ended_turns for n in answered)
+    assert not answered or latency.user_turns == answered[-1]
+    numbers = [w.turn for w in latency.turns]
+    assert numbers == sorted(numbers)
+    assert all(0 <= n <= ended_turns for n in numbers)
     if latency.open is not None:
         assert latency.open.incomplete is None
-        assert latency.open.turn == latency.user_turns + (latency.open.kind != "unprompted")
+        assert latency.user_turns <= latency.open.turn <= ended_turns
+        if latency.open.kind != "unprompted":
+            assert latency.open.turn > latency.user_turns
+    # Every agent line answers a user turn that ended, or none; later lines never answer
+    # an earlier turn; every user turn is one user line at most.
+    agent = [seg.answers_turn or 0 for seg in state.transcript if seg.role == "agent"]
+    assert agent == sorted(agent)
+    assert all(n <= ended_turns for n in agent)
+    mine = [seg.turn for seg in state.transcript if seg.role == "user" and seg.turn is not None]
+    assert len(mine) == len(set(mine))
+    assert all(1 <= n <= ended_turns for n in mine)
+    assert not any(seg.turn is not None for seg in state.transcript if seg.role == "agent")
+    assert not any(seg.answers_turn is not None for seg in state.transcript if seg.role == "user")
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

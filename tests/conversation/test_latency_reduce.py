@@ -167,7 +167,11 @@ def test_two_messages_before_the_reply_are_one_turn_ending_at_the_second() -> No
         ready(False),
     )
     [w] = latencies(events)
-    assert (w.turn, w.user_ended_at, w.thinking_at) == (1, 2.5, None)
+    # The reply answers the last of the two (issue 24): the user's second turn.
+    assert (w.turn, w.user_ended_at, w.thinking_at) == (2, 2.5, None)
+    a1 = s.segment("a1")
+    assert a1 is not None
+    assert a1.answers_turn == 2
     assert s.latency.turns == (w,)
 
 
@@ -217,7 +221,9 @@ def test_a_pause_in_speech_moves_the_end_of_the_turn() -> None:
     )
     w = s.latency.open
     assert w is not None
-    assert (w.turn, w.user_ended_at, w.user_final_at) == (1, 6.0, None)
+    # "Well," was a line of its own (its final transcript came): the speech after it is
+    # the user's second turn, the one a reply would answer (issue 24).
+    assert (w.turn, w.user_ended_at, w.user_final_at) == (2, 6.0, None)
 
 
 def test_the_final_transcript_may_come_before_the_end_of_speech_mark() -> None:
@@ -369,7 +375,8 @@ def test_an_interrupt_before_the_reply_leaves_the_turn_open() -> None:
     assert s.latency.open_interrupt is None  # nothing was speaking: nothing to time
     s, events = feed([c.SendText("again", 3.0), *reply("a1", 3.2)], s)
     [w] = latencies(events)
-    assert (w.turn, w.user_ended_at, w.incomplete) == (1, 3.0, "no audio")
+    # The reply answers the last user turn before it, the second (issue 24).
+    assert (w.turn, w.user_ended_at, w.incomplete) == (2, 3.0, "no audio")
 
 
 def test_marks_that_fit_nowhere_are_ignored() -> None:
@@ -497,16 +504,21 @@ def test_any_order_of_marks_keeps_the_waterfall_sound(script: list[c.Input], spo
         if lat.open is not None:
             _check_waterfall(lat.open)
             assert lat.open.incomplete is None
-            assert lat.open.turn == lat.user_turns + (lat.open.kind != "unprompted")
+            # Numbered by the user turn it answers (issue 24): at most the last one ended.
+            assert lat.user_turns <= lat.open.turn <= s._internal.user_turn
+            if lat.open.kind != "unprompted":
+                assert lat.open.turn > lat.user_turns
         if s.ended:
             assert lat.open is None
             assert lat.open_interrupt is None
         for i in (*lat.interrupts, *([lat.open_interrupt] if lat.open_interrupt else [])):
             assert i.local_flush is None or i.local_flush >= 0
             assert i.wire_stop is None or i.wire_stop >= 0
-    # Numbered by the user turn answered: 1, 2, 3... over the answered turns; an
-    # unprompted one carries the number of the user turn before it (0 before any).
-    answered = 0
-    for w in closed:
-        answered += w.kind != "unprompted"
-        assert w.turn == answered
+    # Numbered by the user turn answered (issue 24): increasing over the answered turns
+    # (two user turns before one reply are numbered by the last); an unprompted one
+    # carries the number of the user turn before it (0 before any).
+    numbers = [w.turn for w in closed]
+    assert numbers == sorted(numbers)
+    answered = [w.turn for w in closed if w.kind != "unprompted"]
+    assert answered == sorted(set(answered))
+    assert all(1 <= n <= s._internal.user_turn for n in answered)

@@ -3,7 +3,13 @@
 The package's files show its shape: :mod:`.state` (what a front end shows),
 :mod:`.inputs` (what the reducer accepts), :mod:`.effects` (what it asks the session to
 do), :mod:`.reasons` (end reasons, error codes and their wording), :mod:`.reduce` (the
-reducer) and :mod:`.changes` (what changed between two states, as typed events).
+reducer's dispatch) with :mod:`.step` (one reduction in progress), :mod:`.lines`
+(writing lines and cards), :mod:`.answers` (which user turn each agent line answers),
+its handlers by topic (:mod:`.connection`,
+:mod:`.transcript`, :mod:`.agent_events`, :mod:`.timers`, :mod:`.commands`) and
+:mod:`.latency_rules` (how each turn's waterfall is built), :mod:`.latency` (the
+waterfall types and their wording) and :mod:`.changes` (what changed between two states,
+as typed events).
 Everything public is re-exported here, so ``from fishtalk.core import conversation as conv``
 then ``conv.X`` is the way to use it.
 """
@@ -33,6 +39,12 @@ from fishtalk.core.conversation.changes import (
     ToolCardChanged,
     TurnLatency,
     changes,
+)
+from fishtalk.core.conversation.commands import ACTIVITY_THROTTLE, sends_at_once
+from fishtalk.core.conversation.connection import (
+    AGENT_JOIN_TIMEOUT,
+    MAX_DURATION_SLACK,
+    SESSION_ENDED_GRACE,
 )
 from fishtalk.core.conversation.effects import (
     TIMER_AGENT_JOIN,
@@ -108,15 +120,7 @@ from fishtalk.core.conversation.reasons import (
     describe_end_reason,
     describe_error,
 )
-from fishtalk.core.conversation.reduce import (
-    ACTIVITY_THROTTLE,
-    AGENT_JOIN_TIMEOUT,
-    MAX_DURATION_SLACK,
-    SESSION_ENDED_GRACE,
-    Result,
-    reduce,
-    sends_at_once,
-)
+from fishtalk.core.conversation.reduce import Result, reduce
 from fishtalk.core.conversation.state import (
     LOG_CHUNK,
     MAX_DEBUG_SAMPLES,

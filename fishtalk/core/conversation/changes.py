@@ -112,6 +112,12 @@ class SegmentOpened(_Event):
     kind: ClassVar[str] = "segment_opened"
     segment: Segment
 
+    @property
+    def answers_turn(self) -> int | None:
+        """Agent lines: the user turn this line answers (None: the greeting or anything
+        unprompted); see :attr:`Segment.answers_turn`."""
+        return self.segment.answers_turn
+
 
 @dataclass(frozen=True, slots=True)
 class SegmentGrew(_Event):

@@ -41,12 +41,19 @@ in speech, a second message) before the reply begins moves ``user_ended_at`` to 
 latest end (and forgets a ``thinking`` seen before it). An end of speech stamped before
 an *unprompted* turn's reply began (the detector reports late) becomes that turn's end.
 
+**Every reply belongs to the turn that caused it** (issue 24, :mod:`.answers`): an agent
+line answers the last user turn that had ended when it started (``Segment.answers_turn``),
+and turn N is numbered by, and bound to, the first line that answers N, never to a line
+already speaking (the greeting the user typed over). A user final transcript that ended
+a turn of its own before the reply began carries the open turn on to it.
+
 **The agent's side**: ``thinking_at`` is when the agent state turned ``thinking`` (after
 the user's end, before the reply); ``first_text_at``/``segment_id`` come from the first
-agent transcript chunk of a segment that began after the user's end; the audio marks
-fill ``audio_received_at``, ``audio_handed_at`` and ``output_latency`` (the first of
-each, never before the user's end; ``audio_handed_at`` is never before
-``audio_received_at``). ``rtt`` marks update :attr:`Latency.rtt`; a turn keeps the
+agent transcript chunk of the first line that answers the turn (an *unprompted* turn: of
+a line that began after its start); the audio marks fill ``audio_received_at``,
+``audio_handed_at`` and ``output_latency`` (the first of each, never before the user's
+end, never while a line that answers another turn is speaking; ``audio_handed_at`` is
+never before ``audio_received_at``). ``rtt`` marks update :attr:`Latency.rtt`; a turn keeps the
 latest value known when it closes.
 
 **A turn closes** (moves to :attr:`Latency.turns`, never to change again) when:
@@ -167,8 +174,9 @@ class Waterfall:
 
     turn: int
     """The number of the user turn this answers, counting the user's turns in this call
-    from 1 (what a person counts as "my third message"); an *unprompted* turn carries
-    the number of the user turn before it (0 for the greeting). Final once closed."""
+    from 1 (what a person counts as "my third message"; :attr:`Segment.turn`); of two
+    user turns before one reply, the last. An *unprompted* turn carries the number of the
+    user turn before it (0 for the greeting). Final once closed."""
     kind: TurnKind
     user_ended_at: float
     """Typed: the publish. Spoken: the end of speech at the microphone."""

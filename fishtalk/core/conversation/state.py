@@ -70,6 +70,14 @@ class Segment:
     """Typed messages: whether the agent was asked to speak its reply."""
     started_at: float = 0.0
     updated_at: float = 0.0
+    turn: int | None = None
+    """User lines: the number of the user turn this line is (from 1, in the order the
+    user's turns ended), once it ended (typed: sent; spoken: its end of speech or final
+    transcript). None for agent lines."""
+    answers_turn: int | None = None
+    """Agent lines: the user turn this line answers, the last one that had ended when the
+    line started (None: the greeting, or anything said before the user's first turn).
+    See :mod:`fishtalk.core.conversation.answers`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,28 +245,23 @@ class OrphanChunk:
 T = TypeVar("T")
 
 
-class _Index:
-    """Key -> global position for one :class:`Log` lineage (owned by its newest log)."""
-
-    __slots__ = ("owner", "pos")
-
-    def __init__(self, pos: dict[str, int], owner: object) -> None:
-        self.pos = pos
-        self.owner = owner
-
-
 class Log(Generic[T]):
     """An immutable, bounded sequence of items keyed by id, cheap to update.
 
     Items live in blocks of :data:`LOG_CHUNK`; an update copies one block and the short
     tuple of blocks, never the whole history, and unchanged blocks are shared between
     successive logs (so a diff compares blocks by identity). Past ``limit`` items the oldest
-    block is dropped and only counted (:attr:`dropped`). A key index makes lookups by id
-    O(1) on the newest log of a lineage; an older log (a snapshot someone kept) answers by
-    scanning, and updating it starts a new index, so snapshots stay independent.
+    block is dropped and only counted (:attr:`dropped`).
+
+    Lookups by id are O(1) on every log, old snapshots included: the key index is two
+    dicts that are never changed once a log holds them, a *base* for the full blocks
+    (rebuilt once per :data:`LOG_CHUNK` appends, so O(1) amortized) and a small *delta*
+    for the tail (copied on append, at most :data:`LOG_CHUNK` entries). The base may still
+    name keys whose block dropped; their positions fall below :attr:`dropped` and count
+    as absent.
     """
 
-    __slots__ = ("_blocks", "_dropped", "_index", "_items", "_key", "_limit", "_tail")
+    __slots__ = ("_base", "_blocks", "_delta", "_dropped", "_items", "_key", "_limit", "_tail")
 
     def __init__(
         self,
@@ -267,7 +270,7 @@ class Log(Generic[T]):
         blocks: tuple[tuple[T, ...], ...] = (),
         tail: tuple[T, ...] = (),
         dropped: int = 0,
-        index: _Index | None = None,
+        index: tuple[dict[str, int], dict[str, int]] | None = None,
     ) -> None:
         self._key = key
         self._limit = limit
@@ -275,8 +278,8 @@ class Log(Generic[T]):
         self._tail = tail
         self._dropped = dropped
         if index is None:
-            index = _Index({key(item): dropped + i for i, item in enumerate(self._iter())}, self)
-        self._index = index
+            index = ({key(item): dropped + i for i, item in enumerate(self._iter())}, {})
+        self._base, self._delta = index
         self._items: tuple[T, ...] | None = None
 
     # --- reading ---------------------------------------------------------------------
@@ -333,12 +336,12 @@ class Log(Generic[T]):
 
     def position(self, key: str) -> int | None:
         """The global position (counting dropped items) of the item with this key."""
-        if self._index.owner is self:
-            return self._index.pos.get(key)
-        for i in range(len(self) - 1, -1, -1):
-            if self._key(self._at(self._dropped + i)) == key:
-                return self._dropped + i
-        return None
+        position = self._delta.get(key)
+        if position is None:
+            position = self._base.get(key)
+            if position is None or position < self._dropped:
+                return None
+        return position
 
     def get(self, key: str) -> T | None:
         """The item with this key, if live."""
@@ -365,19 +368,23 @@ class Log(Generic[T]):
         item it replaced (None when appended)."""
         key = self._key(item)
         position = self.position(key)
-        index = self._index
-        if index.owner is not self:
-            index = _Index({self._key(x): self._dropped + i for i, x in enumerate(self)}, None)
         blocks, tail, dropped = self._blocks, self._tail, self._dropped
+        base, delta = self._base, self._delta
         old: T | None = None
         if position is None:
-            index.pos[key] = dropped + len(self)
+            delta = {**delta, key: dropped + len(self)}
             tail = (*tail, item)
             if len(tail) == LOG_CHUNK:
+                # The tail becomes a block: fold the delta into a new base (the one
+                # O(live) step, once per LOG_CHUNK appends) and forget dropped keys.
                 blocks, tail = (*blocks, tail), ()
+                base = {**base, **delta}
+                delta = {}
                 while (len(blocks) - 1) * LOG_CHUNK >= self._limit:
-                    for gone in blocks[0]:
-                        del index.pos[self._key(gone)]
+                    for i, gone in enumerate(blocks[0]):
+                        gone_key = self._key(gone)
+                        if base.get(gone_key) == dropped + i:
+                            del base[gone_key]
                     blocks, dropped = blocks[1:], dropped + LOG_CHUNK
         else:
             old = self._at(position)
@@ -388,9 +395,7 @@ class Log(Generic[T]):
                 blocks = (*blocks[:block], chunk, *blocks[block + 1 :])
             else:
                 tail = (*tail[:offset], item, *tail[offset + 1 :])
-        log = Log(self._key, self._limit, blocks, tail, dropped, index)
-        index.owner = log
-        return log, old
+        return Log(self._key, self._limit, blocks, tail, dropped, (base, delta)), old
 
 
 def _segment_log() -> Log[Segment]:
@@ -434,6 +439,16 @@ class Internal:
     typed_count: int = 0
     last_activity_sent_at: float | None = None
     debug: Debug = field(default_factory=Debug)
+    user_turn: int = 0
+    """The user turns ended so far (the last one's number; see :mod:`.answers`)."""
+    user_turn_at: float | None = None
+    """When the last user turn ended."""
+    speech_pending: bool = False
+    """The last user turn is speech whose final transcript has not arrived yet."""
+    last_turn_spoken: bool = False
+    """The last user turn was spoken (not typed)."""
+    last_agent_line: str | None = None
+    """The newest agent line (a late end of speech may bind it to a later turn)."""
     lat: LatencyBook = field(default_factory=lambda: _NO_LATENCY_BOOK)
     """The latency bookkeeping (one slot: copied only when it changes)."""
 
