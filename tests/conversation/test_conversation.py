@@ -1131,33 +1131,3 @@ def test_the_reducers_copy_is_a_shallow_copy_of_every_slot() -> None:
         first = dataclasses.fields(obj)[0].name  # type: ignore[arg-type]
         object.__setattr__(copy, first, object())
         assert getattr(obj, first) is not getattr(copy, first)
-
-
-@pytest.mark.parametrize("connected", [True, False])
-@pytest.mark.parametrize("ready", [True, False])
-@pytest.mark.parametrize("queued_first", [True, False])
-@pytest.mark.parametrize("text", ["hello", "  padded  ", "   "])
-@pytest.mark.parametrize("audio", [None, True, False])
-@pytest.mark.parametrize("spoken", [True, False])
-def test_sends_at_once_takes_the_reducers_own_decision(
-    connected: bool, ready: bool, queued_first: bool, text: str, audio: bool | None, spoken: bool
-) -> None:
-    """What ``sends_at_once`` says a typed turn sends at once is exactly the one send the
-    reduction emits (None: the reduction sends nothing of it now)."""
-    state = c.initial_state(spoken=spoken)
-    if connected:
-        state, _ = c.reduce(state, c.Connected(ME, 1.0))
-    if queued_first:  # a turn typed before the agent was ready waits in the queue
-        state, _ = c.reduce(state, c.SendText("earlier", at=1.1))
-    if ready:
-        state, _ = run([c.ParticipantJoined(AGENT, 1.2), agent_state("listening", 1.3)], state)
-    inp = c.SendText(text, at=2.0, audio=audio)
-    early = c.sends_at_once(state, inp)
-    # Connected with the agent ready (which also flushed any earlier queue): at once.
-    assert (early is not None) == (connected and ready and bool(text.strip()))
-    _, effects = c.reduce(state, inp)
-    sends = [e.event for e in effects if isinstance(e, c.SendClientEvent)]
-    if early is None:
-        assert not [m for m in sends if isinstance(m, UserMessage) and m.text == text.strip()]
-    else:
-        assert sends == [early]

@@ -40,7 +40,7 @@ from fishtalk.core.conversation.changes import (
     TurnLatency,
     changes,
 )
-from fishtalk.core.conversation.commands import ACTIVITY_THROTTLE, sends_at_once
+from fishtalk.core.conversation.commands import ACTIVITY_THROTTLE
 from fishtalk.core.conversation.connection import (
     AGENT_JOIN_TIMEOUT,
     MAX_DURATION_SLACK,
@@ -284,7 +284,6 @@ __all__ = [
     "metrics",
     "note",
     "reduce",
-    "sends_at_once",
     "summarize",
     "summary_parts",
     "summary_text",

@@ -72,18 +72,6 @@ def _typed_message(state: State, inp: SendText) -> UserMessage | None:
     return UserMessage(text=text) if spoken else UserMessage(text=text, audio=False)
 
 
-def sends_at_once(state: State, inp: SendText) -> UserMessage | None:
-    """The message :func:`reduce` of ``inp`` on ``state`` sends at once (its one
-    :class:`SendClientEvent`, nothing queued before it), or None when it would queue it or
-    ignore the input. The same decision :func:`reduce` takes, so a session may start the
-    publish before it reduces (the bytes leave first, the bookkeeping follows)."""
-    if state.ended or type(inp) is not SendText:
-        return None
-    if state._internal.queued or not _can_send(state):
-        return None
-    return _typed_message(state, inp)
-
-
 def _on_send_text(r: _Step, inp: SendText) -> None:
     message = _typed_message(r.s, inp)
     if message is None:
