@@ -9,20 +9,11 @@ from pathlib import Path
 import pytest
 
 from fishtalk.core import conversation as conv
+from fishtalk.workbench.agenttest.checks import check, normalise, params_match, percentile
 from fishtalk.workbench.agenttest.command import exit_code
 from fishtalk.workbench.agenttest.report import json_report, junit_xml, result_lines, summary_lines
-from fishtalk.workbench.agenttest.runner import (
-    Failure,
-    RunLimitError,
-    RunOptions,
-    SeenCall,
-    TestResult,
-    check,
-    normalise,
-    params_match,
-    percentile,
-    plan,
-)
+from fishtalk.workbench.agenttest.results import Failure, SeenCall, TestResult
+from fishtalk.workbench.agenttest.runner import RunLimitError, RunOptions, plan
 from fishtalk.workbench.agenttest.spec import STARTER, Expect, TestFileError, parse_test
 
 
