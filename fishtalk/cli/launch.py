@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from fishtalk.engine.session import AudioFactory, EndResult, GrantSource, Session, Timeouts
     from fishtalk.engine.tools.registry import Approver
     from fishtalk.engine.tools.runner import ToolRunner
-    from fishtalk.sim import SimInfo, SimThread
     from fishtalk.sim.fish.scenario import Scenario
+    from fishtalk.sim.runner import SimInfo, SimThread
 
 DEMO_AGENT: Final = "demo"
 """The sim's built-in demo scenario (also its agent id)."""
@@ -521,7 +521,7 @@ class _BackgroundSim:
     def start(self) -> SimInfo:
         """Import and start the sim (blocking); raises SimStartError."""
         try:
-            from fishtalk.sim import SimThread
+            from fishtalk.sim.runner import SimThread
 
             scenario = self._scenario
             if isinstance(scenario, str):  # a built-in, loaded behind the first frame

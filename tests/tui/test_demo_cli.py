@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from fishtalk.cli.launch import NO_WEBRTC_NETWORK, wants_tui
-from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import run_sim
 
 TMUX = shutil.which("tmux")
 
