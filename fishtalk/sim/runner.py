@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fishtalk.sim.fish.agent import SimAgent
-    from fishtalk.sim.fish.endpoint import SessionEndpoint, SimSession
+    from fishtalk.sim.fish.endpoint import SessionEndpoint
     from fishtalk.sim.fish.listening import IdleClock
     from fishtalk.sim.fish.scenario import (
         Scenario,
     )
+    from fishtalk.sim.fish.sessions import SimSession
     from fishtalk.sim.fish.voice import Voice
     from fishtalk.sim.livekit.server import SimServer
 
