@@ -30,10 +30,10 @@ from livekit import rtc
 from support.sim_clients import wait_until
 
 from fishtalk.core import protocol as p
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.endpoint import SESSIONS_PATH
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import ToneVoice
+from fishtalk.sim.runner import SimHandle, run_sim
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "tests" / "browser" / "page"

@@ -29,7 +29,8 @@ from fishtalk.core.conversation import State
 from fishtalk.core.errors import exit_code_for
 from fishtalk.engine.api import LiveKitGrant
 from fishtalk.engine.session import EndResult, Session, Timeouts
-from fishtalk.sim.fish.endpoint import AGENT_IDENTITY, DEFAULT_DEV_KEY, SessionEndpoint, SimSession
+from fishtalk.sim.fish.endpoint import AGENT_IDENTITY, DEFAULT_DEV_KEY, SessionEndpoint
+from fishtalk.sim.fish.sessions import SimSession
 from fishtalk.sim.livekit.server import SimServer
 
 WAIT = 20.0

@@ -135,7 +135,7 @@ def test_the_contracts_hold_on_a_clean_copy(tmp_path: Path) -> None:
         ("fishtalk/core/protocol/__init__.py", "import asyncio", "core loads no"),
         ("fishtalk/core/conversation", "import textual", "core loads no"),
         ("fishtalk/core/events.py", "import numpy", "core loads no"),
-        ("fishtalk/engine/api.py", "import fishtalk.cli.config", "one way"),
+        ("fishtalk/engine/api/client.py", "import fishtalk.cli.config", "one way"),
         ("fishtalk/plain/line.py", "from livekit import rtc", "front ends never touch livekit"),
         ("fishtalk/engine/session/commands.py", "import fishtalk.tui.app", "one way"),
         ("fishtalk/plain/line.py", "import fishtalk.tui.safe", "line mode never loads the TUI"),

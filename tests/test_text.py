@@ -163,7 +163,7 @@ def test_the_new_cases_each_old_copy_missed() -> None:
 
 
 def test_every_path_to_the_terminal_uses_the_shared_rules() -> None:
-    from fishtalk.engine.api import _clean as api_clean
+    from fishtalk.engine.api.errors import clean as api_clean
     from fishtalk.engine.tools.approval import params_preview, printable
     from fishtalk.plain import render as plain
     from fishtalk.tui.safe import visible as tui_visible

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from fishtalk.cli.settings import Settings
     from fishtalk.engine.api import LiveKitGrant
     from fishtalk.engine.metrics import MetricsFile
-    from fishtalk.sim import SimInfo, SimThread
     from fishtalk.sim.fish.scenario import Scenario
+    from fishtalk.sim.runner import SimInfo, SimThread
 from fishtalk.cli.front_ends import run_plain, run_tui, wants_tui
 from fishtalk.cli.launch import JournalChoice, session_request
 
@@ -112,7 +112,7 @@ class _BackgroundSim:
     def start(self) -> SimInfo:
         """Import and start the sim (blocking); raises SimStartError."""
         try:
-            from fishtalk.sim import SimThread
+            from fishtalk.sim.runner import SimThread
 
             scenario = self._scenario
             if isinstance(scenario, str):  # a built-in, loaded behind the first frame

@@ -90,8 +90,8 @@ async def _serve(
     allowed_origins: Sequence[str] = (),
     agent_overrides: Mapping[str, object] | None = None,
 ) -> None:
-    from fishtalk.sim import run_sim
     from fishtalk.sim.fish.endpoint import DEFAULT_ALLOWED_ORIGINS
+    from fishtalk.sim.runner import run_sim
 
     origins = (*DEFAULT_ALLOWED_ORIGINS, *allowed_origins)
 

@@ -1,8 +1,9 @@
 """Harness for the Python API's end-to-end tests: the sim on a thread of its own.
 
-The sim (server, session endpoint, simulated agent) runs in a :class:`~fishtalk.sim.SimThread`
-with its own event loop, so the test's loop holds only what :class:`fishtalk.AgentSession`
-starts: that is what lets a test check that nothing is left running after ``close()``.
+The sim (server, session endpoint, simulated agent) runs in a
+:class:`~fishtalk.sim.runner.SimThread` with its own event loop, so the test's loop holds
+only what :class:`fishtalk.AgentSession` starts: that is what lets a test check that
+nothing is left running after ``close()``.
 Tests need the private network namespace (marker ``webrtc``).
 """
 
@@ -16,8 +17,8 @@ from typing import Any, Final
 
 import pytest
 
-from fishtalk.sim import SimInfo, SimThread
 from fishtalk.sim.fish.scenario import Scenario, parse_scenario
+from fishtalk.sim.runner import SimInfo, SimThread
 
 WAIT = 30.0
 """Bound for every wait in these tests (seconds)."""

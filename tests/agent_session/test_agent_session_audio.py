@@ -13,7 +13,7 @@ import pytest
 from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 from fishtalk import AgentSession, AudioDevices
-from fishtalk.sim import SimInfo
+from fishtalk.sim.runner import SimInfo
 
 from .conftest import WAIT, options, our_tasks, our_threads
 

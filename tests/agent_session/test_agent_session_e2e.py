@@ -24,7 +24,7 @@ from fishtalk import AgentSession, ConnectionFailedError, SessionEndedError, Too
 from fishtalk.core import errors as e
 from fishtalk.engine.session import Timeouts
 from fishtalk.engine.tools import ApprovalRequest
-from fishtalk.sim import SimInfo
+from fishtalk.sim.runner import SimInfo
 
 from .conftest import WAIT, in_order, options, our_tasks, our_threads
 

@@ -8,7 +8,7 @@ import pytest
 
 from fishtalk import AgentSession, events
 from fishtalk.core.conversation import note
-from fishtalk.sim import SimInfo
+from fishtalk.sim.runner import SimInfo
 
 from .conftest import WAIT, options
 

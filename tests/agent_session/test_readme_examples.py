@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.sim import SimThread
+from fishtalk.sim.runner import SimThread
 
 from .conftest import TOOL, scenario
 

@@ -10,8 +10,8 @@ from typing import Final
 
 import pytest
 
-from fishtalk.sim import SimInfo, SimThread
 from fishtalk.sim.fish.scenario import load_scenario
+from fishtalk.sim.runner import SimInfo, SimThread
 
 HERE: Final = Path(__file__).parent
 ROOT: Final = HERE.parent.parent

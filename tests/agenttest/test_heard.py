@@ -15,20 +15,19 @@ import pytest
 
 from fishtalk.core.conversation.latency import Incomplete, Waterfall
 from fishtalk.core.errors import TestFileError
-from fishtalk.sim import SimInfo
+from fishtalk.sim.runner import SimInfo
+from fishtalk.workbench.agenttest.checks import check
 from fishtalk.workbench.agenttest.command import exit_code
 from fishtalk.workbench.agenttest.report import json_report, junit_xml, summary_lines, write_reports
+from fishtalk.workbench.agenttest.results import HeardTurn, TestResult
 from fishtalk.workbench.agenttest.runner import (
-    HeardTurn,
     RunOptions,
     Target,
-    TestResult,
     _waterfalls,
-    check,
-    heard_budgets,
     run_tests,
 )
 from fishtalk.workbench.agenttest.spec import STARTER, Expect, parse_test
+from fishtalk.workbench.agenttest.summary import heard_budgets
 from fishtalk.workbench.agenttest.wavmic import FRAME_BYTES, WavMicrophone, speech_end
 
 from .conftest import FILES

@@ -7,9 +7,10 @@ import asyncio
 
 import pytest
 
-from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import load_scenario
-from fishtalk.workbench.agenttest.runner import RunOptions, Target, TestResult, run_tests
+from fishtalk.sim.runner import run_sim
+from fishtalk.workbench.agenttest.results import TestResult
+from fishtalk.workbench.agenttest.runner import RunOptions, Target, run_tests
 from fishtalk.workbench.agenttest.spec import TestFile, parse_test
 
 from .conftest import SCENARIOS

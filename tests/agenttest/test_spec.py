@@ -10,17 +10,12 @@ import pytest
 
 from fishtalk.core import conversation as conv
 from fishtalk.core.errors import RunLimitError, TestFileError, exit_code_for
+from fishtalk.workbench.agenttest.checks import check, normalise, params_match, percentile
 from fishtalk.workbench.agenttest.command import exit_code
 from fishtalk.workbench.agenttest.report import json_report, junit_xml, result_lines, summary_lines
+from fishtalk.workbench.agenttest.results import Failure, SeenCall, TestResult
 from fishtalk.workbench.agenttest.runner import (
-    Failure,
     RunOptions,
-    SeenCall,
-    TestResult,
-    check,
-    normalise,
-    params_match,
-    percentile,
     plan,
 )
 from fishtalk.workbench.agenttest.spec import STARTER, Expect, parse_test

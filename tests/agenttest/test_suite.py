@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.sim import SimInfo
-from fishtalk.workbench.agenttest.runner import RunOptions, Target, TestResult, run_tests
+from fishtalk.sim.runner import SimInfo
+from fishtalk.workbench.agenttest.results import TestResult
+from fishtalk.workbench.agenttest.runner import RunOptions, Target, run_tests
 from fishtalk.workbench.agenttest.spec import Expect, load_test
 
 from .conftest import EXAMPLES, FILES, markers

@@ -43,13 +43,8 @@ from fishtalk.core.errors import (
     UnsupportedTransportError,
     exit_code_for,
 )
-from fishtalk.engine.api import (
-    MAX_BODY_BYTES,
-    LiveKitGrant,
-    SessionClient,
-    SessionOverrides,
-    SessionRequest,
-)
+from fishtalk.engine.api import LiveKitGrant, SessionClient, SessionOverrides, SessionRequest
+from fishtalk.engine.api.client import MAX_BODY_BYTES
 
 KEY = "sk-fish-SECRET-0123456789abcdef"
 ORIGIN = "https://app.example.com"

@@ -22,9 +22,9 @@ from fishtalk.cli.launch import build_session, exit_code
 from fishtalk.core.conversation import State
 from fishtalk.engine.paths import CONFIG_PATH_ENV
 from fishtalk.engine.session import Session
-from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import ToneVoice
+from fishtalk.sim.runner import run_sim
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(90)]
 

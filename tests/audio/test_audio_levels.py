@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from fishtalk.engine.audio.backend import _RENDER_RING_FRAMES, _Levels, _RenderRing
+from fishtalk.engine.audio.buffers import RENDER_RING_FRAMES, Levels, RenderRing
 
 
 def _sine(amplitude: float, n: int = 480) -> np.ndarray:
@@ -17,7 +17,7 @@ def _sine(amplitude: float, n: int = 480) -> np.ndarray:
 
 
 def test_levels_are_computed_from_the_stored_blocks() -> None:
-    levels = _Levels()
+    levels = Levels()
     assert levels.read() == (0.0, 0.0)
     block = _sine(0.5)
     now = time.monotonic()
@@ -30,7 +30,7 @@ def test_levels_are_computed_from_the_stored_blocks() -> None:
 
 def test_the_window_is_the_last_five_blocks() -> None:
 
-    levels = _Levels()
+    levels = Levels()
     now = time.monotonic()
     for _ in range(5):
         levels.store(_sine(0.8), now)
@@ -45,7 +45,7 @@ def test_the_window_is_the_last_five_blocks() -> None:
 
 def test_stored_blocks_are_copies_of_the_device_buffer() -> None:
 
-    levels = _Levels()
+    levels = Levels()
     buffer = _sine(0.5)
     levels.store(buffer, time.monotonic())
     buffer[:] = 0  # PortAudio reuses its buffer after the callback returns
@@ -55,7 +55,7 @@ def test_stored_blocks_are_copies_of_the_device_buffer() -> None:
 
 def test_clear_stale_and_silence() -> None:
 
-    levels = _Levels()
+    levels = Levels()
     levels.store(_sine(0.5), time.monotonic())
     levels.clear()
     assert levels.read() == (0.0, 0.0)
@@ -70,7 +70,7 @@ def test_clear_stale_and_silence() -> None:
 
 def test_a_new_block_size_starts_a_new_window() -> None:
 
-    levels = _Levels()
+    levels = Levels()
     now = time.monotonic()
     levels.store(_sine(0.9), now)
     levels.store(_sine(0.3, n=441), now)  # a 44.1 kHz device after a fallback
@@ -78,7 +78,7 @@ def test_a_new_block_size_starts_a_new_window() -> None:
 
 
 def test_render_ring_hands_over_frames_in_order_as_copies() -> None:
-    ring = _RenderRing()
+    ring = RenderRing()
     assert ring.pending() == []
     block = np.zeros(480, np.int16)
     for value in (1, 2, 3):
@@ -93,11 +93,11 @@ def test_render_ring_hands_over_frames_in_order_as_copies() -> None:
 
 
 def test_render_ring_reader_that_fell_behind_skips_to_the_newest() -> None:
-    ring = _RenderRing()
-    total = _RENDER_RING_FRAMES + 10
+    ring = RenderRing()
+    total = RENDER_RING_FRAMES + 10
     for value in range(total):
         ring.put(np.full(480, value, np.int16))
     frames = ring.pending()
-    kept = _RENDER_RING_FRAMES - 1
+    kept = RENDER_RING_FRAMES - 1
     assert [int(f[0]) for f in frames] == list(range(total - kept, total))
     assert ring.dropped == total - kept

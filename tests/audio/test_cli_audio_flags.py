@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from support.virtual_audio import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
 
-from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import run_sim
 
 pytestmark = [pytest.mark.audio, pytest.mark.timeout(120)]
 

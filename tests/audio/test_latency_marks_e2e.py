@@ -25,9 +25,9 @@ from fishtalk.core import conversation as conv
 from fishtalk.engine import observe
 from fishtalk.engine.paths import CONFIG_PATH_ENV
 from fishtalk.engine.session import Session
-from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.speech import ECHO_TAIL
+from fishtalk.sim.runner import run_sim
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(120)]
 

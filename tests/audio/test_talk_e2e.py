@@ -39,9 +39,9 @@ from fishtalk.core.conversation import Segment, State
 from fishtalk.core.talk import NO_RELEASE
 from fishtalk.engine.paths import CONFIG_PATH_ENV
 from fishtalk.engine.session import Session
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.agent import SimAgent
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import SimHandle, run_sim
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.release_keys import ANSWER_WAIT, KeyReleased, ReleaseSupport
 

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import ToneVoice
+from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = pytest.mark.webrtc
 

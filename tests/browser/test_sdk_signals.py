@@ -20,9 +20,9 @@ from livekit import rtc
 from livekit.protocol import rtc as signal
 from support.sim_clients import Events, feed_sine, wait_until
 
-from fishtalk.sim import run_sim
 from fishtalk.sim.fish.endpoint import SESSIONS_PATH
 from fishtalk.sim.livekit.server import SimServer
+from fishtalk.sim.runner import run_sim
 
 pytestmark = pytest.mark.webrtc
 

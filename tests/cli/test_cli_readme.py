@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fishtalk.sim.fish.endpoint import RESERVED_AGENT_IDS
+from fishtalk.sim.fish.answers import RESERVED_AGENT_IDS
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 Run = Callable[..., Any]  # the run_cli fixture

@@ -14,8 +14,8 @@ import pytest
 
 from fishtalk.engine.journal.audio import AudioRecorder
 from fishtalk.engine.observe import AudioFrame
-from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import run_sim
 
 FRAME = 480  # 10 ms at 48 kHz
 

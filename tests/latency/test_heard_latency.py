@@ -46,9 +46,9 @@ from fishtalk.core.conversation import State, Waterfall
 from fishtalk.engine import observe
 from fishtalk.engine.paths import CONFIG_PATH_ENV
 from fishtalk.engine.session import TAIL_AFTER_TEXT, Session
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import Scenario, parse_scenario
 from fishtalk.sim.fish.voice import SpeechDetector, ToneVoice, silence, tone
+from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(120)]
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from fishtalk.sim import SimHandle
+from fishtalk.sim.runner import SimHandle
 
 NO_CONFIG_HOME = "/nonexistent-fishtalk-test"
 

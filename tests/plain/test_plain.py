@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 import pytest
 from line_mode import run_chat
 
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = pytest.mark.webrtc
 

@@ -25,8 +25,9 @@ from fishtalk.cli.settings import Settings
 from fishtalk.core import conversation as conv
 from fishtalk.engine.session import Session
 from fishtalk.plain.chat import PlainChat
-from fishtalk.sim import SimAgent, SimHandle, run_sim
+from fishtalk.sim.fish.agent import SimAgent
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = pytest.mark.webrtc
 

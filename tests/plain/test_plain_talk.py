@@ -19,8 +19,9 @@ from line_mode import chat_env, start_chat
 from support.virtual_audio import VirtualAudio
 from test_plain_commands import WAIT, Chat, _agent, _mic_publication, _until_muted
 
-from fishtalk.sim import SimAgent, SimHandle, run_sim
+from fishtalk.sim.fish.agent import SimAgent
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio]
 

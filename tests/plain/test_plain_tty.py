@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = pytest.mark.webrtc
 

@@ -57,7 +57,7 @@ _NO_NETWORK_SCRIPT = textwrap.dedent(
     from fishtalk.core.errors import exit_code_for
     from fishtalk.cli.launch import build_session
     from fishtalk.engine.session import Timeouts
-    from fishtalk.sim import run_sim
+    from fishtalk.sim.runner import run_sim
 
     async def main():
         async with run_sim() as sim:

@@ -13,8 +13,8 @@ from fishtalk.cli.launch import build_session
 from fishtalk.cli.settings import Settings
 from fishtalk.core import conversation as conv
 from fishtalk.engine import observe
-from fishtalk.sim import SimHandle
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import SimHandle
 
 pytestmark = pytest.mark.webrtc
 
@@ -48,7 +48,7 @@ def _settings(sim: SimHandle) -> Settings:
 
 
 async def test_a_text_only_session_marks_the_publish_and_the_round_trip_only() -> None:
-    from fishtalk.sim import run_sim
+    from fishtalk.sim.runner import run_sim
 
     async with run_sim(scenarios={"talker": _TALKER}) as sim:
         session = build_session(_settings(sim))

@@ -1,4 +1,4 @@
-"""The session against the simulated Fish agent playing scenarios (fishtalk.sim.run_sim),
+"""The session against the simulated Fish agent playing scenarios (fishtalk.sim.runner.run_sim),
 including the audio path: the agent's track to the backend, the microphone to the agent."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from fishtalk.cli.launch import build_session
 from fishtalk.cli.settings import Settings
 from fishtalk.engine.audio.base import SAMPLES_PER_FRAME, AudioLevels, NoticeCallback
 from fishtalk.engine.tools import ToolContext, ToolRegistry, ToolRunner
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import Scenario, parse_scenario
+from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = pytest.mark.webrtc
 

@@ -19,8 +19,8 @@ import numpy as np
 from livekit import rtc
 
 from fishtalk.core import protocol as p
-from fishtalk.sim import SimHandle
 from fishtalk.sim.fish.voice import FRAME_SAMPLES, SAMPLE_RATE, rms_dbfs, silence, tone
+from fishtalk.sim.runner import SimHandle
 
 WAIT = 15.0
 

@@ -15,9 +15,9 @@ import pytest
 from livekit import rtc
 
 from fishtalk.core import protocol as p
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import ToneVoice
+from fishtalk.sim.runner import SimHandle, run_sim
 
 from .sim_user import ManualClock, UserClient
 

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import ToneVoice
+from fishtalk.sim.runner import SimHandle, run_sim
 
 from .sim_user import UserClient
 

@@ -12,13 +12,9 @@ import httpx
 import pytest
 from aiohttp import web
 
-from fishtalk.sim.fish.endpoint import (
-    DEFAULT_DEV_KEY,
-    RESERVED_AGENT_IDS,
-    SESSIONS_PATH,
-    SessionEndpoint,
-    SimSession,
-)
+from fishtalk.sim.fish.answers import RESERVED_AGENT_IDS
+from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY, SESSIONS_PATH, SessionEndpoint
+from fishtalk.sim.fish.sessions import SimSession
 
 
 class _Minter:

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from fishtalk.core.errors import ScenarioError
-from fishtalk.sim import DEV_KEY, SimThread
 from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
+from fishtalk.sim.runner import DEV_KEY, SimThread
 
 
 def test_dev_keys_agree() -> None:

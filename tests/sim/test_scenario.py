@@ -15,7 +15,6 @@ import pytest
 
 from fishtalk.core import protocol as p
 from fishtalk.core.errors import ScenarioError, exit_code_for
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import (
     BUILTIN,
     Raw,
@@ -25,6 +24,7 @@ from fishtalk.sim.fish.scenario import (
     parse_scenario,
 )
 from fishtalk.sim.fish.voice import Pcm, ToneVoice, tone
+from fishtalk.sim.runner import SimHandle, run_sim
 
 from .sim_user import UserClient
 

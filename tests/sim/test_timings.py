@@ -34,7 +34,6 @@ import pytest
 
 from fishtalk.core import protocol as p
 from fishtalk.core.errors import ScenarioError
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
 from fishtalk.sim.fish.scenario import (
     AgentSettings,
@@ -45,6 +44,7 @@ from fishtalk.sim.fish.scenario import (
 )
 from fishtalk.sim.fish.speech import FEED_LEAD
 from fishtalk.sim.fish.voice import SAMPLE_RATE, ToneVoice, split_words
+from fishtalk.sim.runner import SimHandle, run_sim
 
 from .sim_user import UserClient
 

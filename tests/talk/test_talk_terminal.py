@@ -28,9 +28,9 @@ from support.virtual_audio import VirtualAudio
 
 from fishtalk.core.conversation import ACTIVITY_THROTTLE
 from fishtalk.core.talk import ASK_FOR_RELEASES
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.agent import SimAgent
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(120)]
 

@@ -31,9 +31,9 @@ from fishtalk.engine.tools import ApprovalRequest
 from fishtalk.engine.tools.build import build_runner
 from fishtalk.engine.tools.builtins import BuiltinOptions
 from fishtalk.engine.tools.declared import ToolDecl
-from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.fish.voice import Pcm, tone
+from fishtalk.sim.runner import run_sim
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.run import TuiHost
 from fishtalk.tui.screens.approve import ApprovalScreen

@@ -17,8 +17,8 @@ from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 from fishtalk.cli.config import load_settings
 from fishtalk.cli.launch import build_session
 from fishtalk.engine.paths import CONFIG_PATH_ENV
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import SimHandle, run_sim
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.widgets.meters import LevelMeters
 from fishtalk.tui.widgets.status import ModeFlags

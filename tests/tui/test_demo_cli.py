@@ -19,8 +19,8 @@ import pytest
 
 from fishtalk.cli.demo import NO_WEBRTC_NETWORK
 from fishtalk.cli.front_ends import wants_tui
-from fishtalk.sim import run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import run_sim
 
 TMUX = shutil.which("tmux")
 

@@ -17,8 +17,8 @@ from fishtalk.cli.launch import build_session
 from fishtalk.core.conversation import State
 from fishtalk.engine.paths import CONFIG_PATH_ENV
 from fishtalk.engine.session import Session
-from fishtalk.sim import SimHandle, run_sim
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import SimHandle, run_sim
 from fishtalk.tui.app import FishtalkApp
 from fishtalk.tui.screens.ended import EndedScreen
 from fishtalk.tui.widgets.status import AgentIndicator, ConnectionStatus

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from fishtalk.sim import SimHandle
+from fishtalk.sim.runner import SimHandle
 from fishtalk.tui.screens.ended import EndedScreen
 from fishtalk.tui.widgets.latency import HeardP50
 from fishtalk.tui.widgets.transcript import BADGE_GLYPH, Transcript

@@ -35,7 +35,7 @@ The rules, each with its reason:
 * **Stamp**: the end is the capture time of the *last voiced frame*, not the moment the
   hangover ran out: the hangover is the detector's own delay, and the user stopped
   speaking when the last voiced frame was captured. The capture time of a frame is the
-  time its last sample reached the device (see :mod:`fishtalk.engine.audio.backend`).
+  time its last sample reached the device (see :mod:`fishtalk.engine.audio.streams`).
 
 :func:`is_audible` is the same energy test at :data:`AUDIBLE_DBFS` (-50 dBFS), for "the
 first non-silent agent frame" on the receive side: decoded Opus silence is exactly or

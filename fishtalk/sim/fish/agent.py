@@ -59,10 +59,11 @@ from livekit import rtc
 
 from fishtalk.core import protocol as p
 from fishtalk.sim.fish.core import USER_GRACE, AgentCore, Ended
-from fishtalk.sim.fish.endpoint import AGENT_IDENTITY, SimSession
+from fishtalk.sim.fish.endpoint import AGENT_IDENTITY
 from fishtalk.sim.fish.interpreter import ScenarioInterpreter
 from fishtalk.sim.fish.listening import IdleClock, Listening
 from fishtalk.sim.fish.scenario import CallClientTool, Scenario
+from fishtalk.sim.fish.sessions import SimSession
 from fishtalk.sim.fish.speech import Speech
 from fishtalk.sim.fish.tools import ToolReply, Tools
 from fishtalk.sim.fish.voice import Voice, pick_voice

@@ -17,8 +17,8 @@ from livekit import rtc
 
 from fishtalk.core import protocol as p
 from fishtalk.engine.aio import TaskSet
-from fishtalk.sim.fish.endpoint import SimSession
 from fishtalk.sim.fish.scenario import AgentSettings, Scenario
+from fishtalk.sim.fish.sessions import SimSession
 
 log = logging.getLogger(__name__)
 

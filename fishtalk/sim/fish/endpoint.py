@@ -15,7 +15,7 @@ the real API (see shared/spec/contract-notes.md and Fish's agent-errors page):
 * 201 response: ``{session_id, expires_at, max_duration_seconds, transport: "livekit",
   livekit_url, token}``. Every session gets a fresh room and a fresh user token; the
   agent joins the same room as identity ``agent``. The token is single-use: see
-  :class:`JoinGate`.
+  :class:`~fishtalk.sim.fish.sessions.JoinGate`.
 * ``POST /v1/agent/sessions/{id}/end`` -> 204 (repeatable); unknown id -> 404.
 * Once a session has ended, its room is deleted after ``room_grace`` seconds (10 by
   default, Fish's grace period): anyone still connected is disconnected with reason
@@ -65,15 +65,22 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import zoneinfo
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final, Literal, Protocol
 
 from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
+from pydantic import JsonValue, ValidationError
+
+from fishtalk.sim.fish.answers import (
+    INJECTED,
+    RESERVED_AGENT_IDS,
+    bare,
+    bare_401,
+    json_error,
+    validation_error,
+)
+from fishtalk.sim.fish.sessions import JoinGate, SessionBody, SimSession
 
 DEFAULT_DEV_KEY: Final = "fishtalk-sim-dev-key"
 """The API key the sim accepts unless told otherwise (it guards nothing real)."""
@@ -90,87 +97,6 @@ ROOM_GRACE_SECONDS: Final = 10.0
 """After ``session.ended``, how long the room lives on before it is deleted (Fish's grace)."""
 
 _PUBLIC_OVERRIDES: Final = frozenset({"language", "voice_id"})
-
-
-# --- request body ---------------------------------------------------------------------
-
-
-class SessionOverrides(BaseModel):
-    """Per-session overrides of the agent's configuration."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    first_message: str | None = Field(default=None, max_length=4000)
-    first_message_prompt: str | None = Field(default=None, max_length=4000)
-    system_prompt: str | None = Field(default=None, max_length=20000)
-    voice_id: str | None = Field(default=None, max_length=128)
-    language: str | None = Field(default=None, max_length=32)
-
-
-class SessionBody(BaseModel):
-    """The ``POST /v1/agent/sessions`` body as the sim validates it (unknown fields: 422)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    agent_id: str = Field(min_length=1, max_length=128)
-    name: str | None = Field(default=None, max_length=128)
-    overrides: SessionOverrides | None = None
-    dynamic_variables: dict[str, JsonValue] | None = Field(default=None, max_length=50)
-    tool_events: bool = True
-    end_user_id: str | None = Field(default=None, max_length=256)
-    metadata: dict[str, JsonValue] | None = None
-    record_audio: bool | None = None
-    language: str | None = Field(default=None, max_length=32)
-    timezone: str | None = None
-    client_timezone: str | None = None
-    world_context: bool = True
-
-    @field_validator("timezone")
-    @classmethod
-    def _iana(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            zoneinfo.ZoneInfo(value)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            raise ValueError("invalid IANA timezone") from None
-        return value
-
-    def overridden_fields(self) -> set[str]:
-        """Names of the overrides this request sets."""
-        if self.overrides is None:
-            return set()
-        return {k for k, v in self.overrides.model_dump().items() if v is not None}
-
-
-# --- sessions -------------------------------------------------------------------------
-
-
-SessionStatus = Literal["pending", "active", "completed"]
-
-
-@dataclass
-class SimSession:
-    """One session the endpoint created: its room, the user's grant and the request."""
-
-    session_id: str
-    room: str
-    user_identity: str
-    user_token: str
-    agent_token: str
-    body: SessionBody
-    public: bool
-    created_at: datetime
-    expires_at: datetime
-    max_duration_seconds: int
-    status: SessionStatus = "pending"
-    end_requested: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set by ``POST .../end``; the agent then ends the session."""
-
-    @property
-    def agent_id(self) -> str:
-        """The requested agent id."""
-        return self.body.agent_id
 
 
 class TokenMinter(Protocol):
@@ -194,153 +120,6 @@ class TokenMinter(Protocol):
     ) -> str:
         """A signed LiveKit access token for ``identity`` in ``room``."""
         ...
-
-
-class JoinGate:
-    """Single-use user tokens, enforced on the signalling routes by :meth:`middleware`.
-
-    A session's user token admits one participant at a time: a fresh join (``GET /rtc``
-    without ``reconnect=1``) is refused while that identity is connected (a real
-    LiveKit server would kick the older connection instead; a participant whose socket
-    dropped may rejoin in full, as livekit-client does), and every join is refused
-    once the session has ended. Resumes pass untouched, and so does the SDK's full rejoin
-    after a server-forced reconnect, because the server has removed the old participant
-    by then. A first join after ``expires_at`` is refused too. ``/rtc/validate`` answers
-    with the same reason, so the SDK's error says why.
-    Tokens the endpoint never issued (the agent's, tests' own) are not gated.
-    """
-
-    def __init__(self, occupied: Callable[[str, str], bool] | None = None) -> None:
-        self._issued: dict[str, SimSession] = {}
-        self._occupied = occupied or (lambda room, identity: False)
-
-    def issue(self, token: str, session: SimSession) -> None:
-        """Record a freshly minted user token."""
-        self._issued[token] = session
-
-    def check(self, token: str | None) -> str | None:
-        """``None`` to admit a fresh join with ``token``, else why it is refused."""
-        if token is None:
-            return None
-        session = self._issued.get(token)
-        if session is None:
-            return None
-        if session.status == "completed":
-            return "the session has ended; its token can no longer be used"
-        if session.status == "pending" and datetime.now(UTC) > session.expires_at:
-            return "the session's join deadline (expires_at) has passed"
-        if self._occupied(session.room, session.user_identity):
-            return "the session token is already in use (tokens are single-use)"
-        return None
-
-    def middleware(self) -> Middleware:
-        """An aiohttp middleware applying :meth:`check` to fresh joins and validation."""
-
-        @web.middleware
-        async def gate(request: web.Request, handler: Handler) -> web.StreamResponse:
-            resuming = request.query.get("reconnect") in {"1", "true"}
-            fresh_join = request.path in _JOIN_PATHS and not resuming
-            if fresh_join or request.path in _VALIDATE_PATHS:
-                token = access_token(request)
-                reason = self.check(token)
-                if reason is not None:
-                    return web.Response(status=401, text=reason)
-                session = self._issued.get(token) if token is not None else None
-                if fresh_join and session is not None and session.status == "pending":
-                    session.status = "active"
-            return await handler(request)
-
-        return gate
-
-
-_JOIN_PATHS: Final = frozenset({"/rtc", "/rtc/v1"})
-_VALIDATE_PATHS: Final = frozenset({"/rtc/validate", "/rtc/v1/validate"})
-
-
-def access_token(request: web.Request) -> str | None:
-    """The token wherever a client puts it: ``Authorization: Bearer`` (the Python SDK) or
-    the ``access_token`` query parameter (livekit-client in a browser)."""
-    header = request.headers.get("Authorization", "")
-    if header.lower().startswith("bearer "):
-        return header[7:].strip() or None
-    return request.query.get("access_token") or None
-
-
-# --- errors ---------------------------------------------------------------------------
-
-
-def _json_error(
-    status: int, message: str, *, headers: dict[str, str] | None = None
-) -> web.Response:
-    return web.json_response({"status": status, "message": message}, status=status, headers=headers)
-
-
-def _bare(status: int, *, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(status=status, headers=headers)
-
-
-def _bare_401() -> web.Response:
-    return _bare(401, headers={"WWW-Authenticate": "Bearer"})
-
-
-def _jsonable(value: object) -> JsonValue:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return value  # type: ignore[return-value]  # just checked that it serialises
-
-
-def _validation_error(exc: ValidationError) -> web.Response:
-    items: list[dict[str, JsonValue]] = []
-    for err in exc.errors(include_url=False, include_input=False):
-        item: dict[str, JsonValue] = {
-            "type": err["type"],
-            "loc": ["body", *err["loc"]],
-            "msg": err["msg"],
-        }
-        if "ctx" in err:
-            item["ctx"] = {k: _jsonable(v) for k, v in err["ctx"].items()}
-        items.append(item)
-    return web.json_response(items, status=422)
-
-
-_INJECTED: Final[dict[str, Callable[[], web.Response]]] = {
-    "err-400": lambda: _json_error(400, "Override 'system_prompt' is not allowed for this agent"),
-    "err-401": lambda: _json_error(401, "Invalid token"),
-    "err-401-bare": _bare_401,
-    "err-401-expired": lambda: _json_error(401, "Token expired"),
-    "err-402": lambda: _json_error(402, "Out of API credit"),
-    "err-403-origin": lambda: _json_error(403, "Origin not allowed"),
-    "err-403-private": lambda: _json_error(403, "Agent is not public"),
-    "err-403-beta": lambda: _json_error(403, "Agent platform is not enabled for this account"),
-    "err-403-unavailable": lambda: _json_error(403, "Agent is unavailable"),
-    "err-404": lambda: _json_error(404, "Agent not found"),
-    "err-409": lambda: _json_error(409, "Agent has no published version"),
-    "err-415": lambda: _bare(415),
-    "err-422": lambda: web.json_response(
-        [{"type": "missing", "loc": ["body", "agent_id"], "msg": "Field required"}], status=422
-    ),
-    "err-429": lambda: _json_error(429, "Too many requests", headers={"Retry-After": "1"}),
-    "err-500": lambda: _json_error(500, "Internal server error"),
-    "err-502": lambda: _json_error(502, "Agent gateway is unreachable"),
-    "err-503": lambda: _json_error(
-        503, "Service temporarily unavailable", headers={"Retry-After": "1"}
-    ),
-}
-
-RESERVED_AGENT_IDS: Final = frozenset(
-    {
-        *_INJECTED,
-        "err-503-once",
-        "err-badjson",
-        "err-badgrant",
-        "err-slow",
-        "transport-webrtc",
-        "expired",
-    }
-)
-"""Agent ids that inject a response instead of creating a plain session."""
 
 
 def _iso(ts: datetime) -> str:
@@ -434,37 +213,37 @@ class SessionEndpoint:
         scheme, _, credential = header.partition(" ")
         credential = credential.strip()
         if scheme.lower() != "bearer" or not credential:
-            return False, _bare_401()
+            return False, bare_401()
         if not secrets.compare_digest(credential.encode(), self._dev_key.encode()):
-            return False, _json_error(401, "Invalid token")
+            return False, json_error(401, "Invalid token")
         return False, None
 
     async def _read_body(self, request: web.Request) -> SessionBody | web.Response:
         if request.content_type != "application/json" or not request.can_read_body:
-            return _bare(415)
+            return bare(415)
         raw = await request.read()
         if not raw.strip():
-            return _bare(415)
+            return bare(415)
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError):
-            return _json_error(400, "Malformed JSON")
+            return json_error(400, "Malformed JSON")
         try:
             return SessionBody.model_validate(data)
         except ValidationError as exc:
-            return _validation_error(exc)
+            return validation_error(exc)
 
     def _check_public(self, request: web.Request, body: SessionBody) -> web.Response | None:
         origin = request.headers.get("Origin")
         if not origin:
-            return _json_error(403, "Origin header is required for public agents")
+            return json_error(403, "Origin header is required for public agents")
         if origin.rstrip("/") not in self.allowed_origins:
-            return _json_error(403, "Origin not allowed")
+            return json_error(403, "Origin not allowed")
         if body.name is not None:
-            return _json_error(400, "'name' is only allowed on API-key requests")
+            return json_error(400, "'name' is only allowed on API-key requests")
         refused = sorted(body.overridden_fields() - _PUBLIC_OVERRIDES)
         if refused:
-            return _json_error(400, f"Override '{refused[0]}' is not allowed on public sessions")
+            return json_error(400, f"Override '{refused[0]}' is not allowed on public sessions")
         return None
 
     async def _create(self, request: web.Request) -> web.StreamResponse:
@@ -492,12 +271,12 @@ class SessionEndpoint:
 
     async def _injected_or_created(self, body: SessionBody, *, public: bool) -> web.StreamResponse:
         agent_id = body.agent_id
-        injected = _INJECTED.get(agent_id)
+        injected = INJECTED.get(agent_id)
         if injected is not None:
             return injected()
         if agent_id == "err-503-once" and agent_id not in self._failed_once:
             self._failed_once.add(agent_id)
-            return _INJECTED["err-503"]()
+            return INJECTED["err-503"]()
         if agent_id == "err-slow":
             await asyncio.sleep(self.slow_seconds)
         session = self._new_session(body, public=public)
@@ -578,7 +357,7 @@ class SessionEndpoint:
             return failure
         session = self.sessions.get(request.match_info["session_id"])
         if session is None:
-            return _json_error(404, "Session not found")
+            return json_error(404, "Session not found")
         self.end_session(session.session_id)
         return web.Response(status=204)
 
@@ -588,7 +367,7 @@ class SessionEndpoint:
             return failure
         session = self.sessions.get(request.match_info["session_id"])
         if session is None:
-            return _json_error(404, "Session not found")
+            return json_error(404, "Session not found")
         return web.json_response(
             {
                 "session_id": session.session_id,
@@ -605,13 +384,8 @@ __all__ = [
     "AGENT_IDENTITY",
     "DEFAULT_ALLOWED_ORIGINS",
     "DEFAULT_DEV_KEY",
-    "RESERVED_AGENT_IDS",
     "ROOM_GRACE_SECONDS",
     "SESSIONS_PATH",
-    "JoinGate",
-    "SessionBody",
     "SessionEndpoint",
-    "SessionOverrides",
-    "SimSession",
     "TokenMinter",
 ]

@@ -6,6 +6,9 @@
 * :mod:`~fishtalk.sim.livekit.signalling`: the ``/rtc`` websocket protocol (join, resume,
   pings, attributes, track requests);
 * :mod:`~fishtalk.sim.livekit.media`: WebRTC through aiortc (data channels, track relay);
+* :mod:`~fishtalk.sim.livekit.relay`: tracks, data packets and active speakers between
+  participants;
+* :mod:`~fishtalk.sim.livekit.cors`: CORS on the HTTP routes;
 * :mod:`~fishtalk.sim.livekit.rooms`: room and participant state, free of sockets.
 
 Nothing here knows about Fish Audio: that half lives in :mod:`fishtalk.sim.fish`.

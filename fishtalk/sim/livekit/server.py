@@ -2,7 +2,8 @@
 
 :class:`SimServer` is an aiohttp application (signalling in
 :mod:`fishtalk.sim.livekit.signalling`, room state in :mod:`fishtalk.sim.livekit.rooms`, WebRTC
-in :mod:`fishtalk.sim.livekit.media`) plus the tools tests need: token minting with
+in :mod:`fishtalk.sim.livekit.media`, forwarding between participants in
+:mod:`fishtalk.sim.livekit.relay`) plus the tools tests need: token minting with
 ``livekit-api``, observation of who is in a room, and fault injection (dropped signalling
 socket, server-forced reconnect, closed room).
 
@@ -27,20 +28,19 @@ import logging
 import secrets
 import time
 from collections.abc import Coroutine, Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, Final, Literal
 
 from aiohttp import web
-from aiohttp.typedefs import Handler
-from aiortc import MediaStreamTrack
 from livekit.api import AccessToken, VideoGrants
 from livekit.protocol import models, rtc
 
 from fishtalk.engine.aio import TaskSet
-from fishtalk.sim.livekit.media import LOSSY, RELIABLE, ParticipantMedia, TrackRelay, stream_id
-from fishtalk.sim.livekit.rooms import Participant, Room, RoomError, RoomRegistry
+from fishtalk.sim.livekit.cors import add_cors_headers, cors_preflight
+from fishtalk.sim.livekit.media import ParticipantMedia
+from fishtalk.sim.livekit.relay import Relay
+from fishtalk.sim.livekit.rooms import Participant, RoomError, RoomRegistry
 from fishtalk.sim.livekit.signalling import (
     ClientParams,
     JoinGrant,
@@ -60,68 +60,8 @@ def _task_failed(task: asyncio.Task[Any], exc: BaseException) -> None:
 ParticipantKindName = Literal["standard", "agent"]
 
 
-CORS_ALLOW_METHODS: Final = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
-CORS_MAX_AGE: Final = "600"
-
-
-def _cors_headers(request: web.BaseRequest) -> dict[str, str]:
-    # Like livekit-server: every origin is allowed on every HTTP route, because the
-    # access token (or the API key) is the authentication, not the origin.
-    origin = request.headers.get("Origin")
-    headers = {
-        "Access-Control-Allow-Origin": origin or "*",
-        "Access-Control-Expose-Headers": "*",
-    }
-    if origin:
-        headers["Vary"] = "Origin"
-    return headers
-
-
-@web.middleware
-async def cors_preflight(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Answer a CORS preflight (``OPTIONS`` with ``Access-Control-Request-Method``) on any path."""
-    if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
-        headers = {
-            "Access-Control-Allow-Methods": CORS_ALLOW_METHODS,
-            "Access-Control-Max-Age": CORS_MAX_AGE,
-        }
-        asked = request.headers.get("Access-Control-Request-Headers")
-        if asked:
-            headers["Access-Control-Allow-Headers"] = asked
-        return web.Response(status=204, headers=headers)
-    return await handler(request)
-
-
-async def add_cors_headers(request: web.BaseRequest, response: web.StreamResponse) -> None:
-    """``on_response_prepare``: the CORS headers on every answer (errors and upgrades too)."""
-    for name, value in _cors_headers(request).items():
-        response.headers.setdefault(name, value)
-
-
-SPEAKING_LEVEL: Final = 0.01
-"""Linear RMS level (about -40 dBFS) above which a relayed audio frame counts as speech."""
-SPEAKING_HOLD: Final = 0.6
-"""Seconds of quieter frames before a speaker is no longer active."""
-
-
 SIMULATED_RESUME_FAULT_WINDOW: Final = 10.0
 """How long a simulated resume fault stays armed (livekit-server uses 10 s too)."""
-
-
-@dataclass
-class _Speaker:
-    active: bool = False
-    level: float = 0.0
-    last_loud: float = 0.0
-
-
-@dataclass
-class _PublishedTrack:
-    room: str
-    publisher: str
-    publisher_sid: str
-    track_sid: str
-    relay: TrackRelay
 
 
 class SimServer:
@@ -159,12 +99,11 @@ class SimServer:
         self.ping_timeout = ping_timeout
         self.resume_window = resume_window
         self.quality_interval = quality_interval
-        self._speakers: dict[tuple[str, str], _Speaker] = {}
         self.rooms = RoomRegistry()
         self._tokens = TokenChecker(self.api_key, self.api_secret)
         self._sessions: dict[tuple[str, str], ParticipantSession] = {}
-        self._published: dict[tuple[str, str], _PublishedTrack] = {}
         self._tasks = TaskSet("fishtalk-sim-server", on_error=_task_failed)
+        self._relay = Relay(self.rooms, self._sessions, self._spawn)
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -392,15 +331,15 @@ class SimServer:
         media = ParticipantMedia(
             grant.identity,
             send=session.send,
-            on_data=lambda label, data: self._forward(session, label, data),
-            on_track=lambda mid, cid, track: self._track_arrived(session, mid, cid, track),
-            on_track_ended=lambda mid: self._track_ended(session, mid),
+            on_data=lambda label, data: self._relay.forward(session, label, data),
+            on_track=lambda mid, cid, track: self._relay.track_arrived(session, mid, cid, track),
+            on_track_ended=lambda mid: self._relay.track_ended(session, mid),
         )
         session.media = media
         media.renegotiate()
-        self._broadcast(room, [me.info()], exclude=me.identity)
-        self._spawn(self._activate(session, media))
-        self._spawn(self._subscribe_existing(session, media))
+        self._relay.broadcast(room, [me.info()], exclude=me.identity)
+        self._spawn(self._relay.activate(session, media))
+        self._spawn(self._relay.subscribe_existing(session, media))
         self._notify()
 
     async def resume(self, grant: JoinGrant, params: ClientParams) -> ParticipantSession | None:
@@ -446,7 +385,7 @@ class SimServer:
             except RoomError as exc:
                 reason, message = rtc.RequestResponse.Reason.NOT_FOUND, str(exc)
             else:
-                self._broadcast(room, [me.info()])
+                self._relay.broadcast(room, [me.info()])
         session.send(
             rtc.SignalResponse(
                 request_response=rtc.RequestResponse(
@@ -489,7 +428,7 @@ class SimServer:
         except RoomError as exc:
             log.debug("mute refused: %s", exc)
             return
-        self._broadcast(room, [me.info()])
+        self._relay.broadcast(room, [me.info()])
 
     def snapshot(self, session: ParticipantSession) -> list[models.ParticipantInfo]:
         """Everyone in the session's room (for a resume's ParticipantUpdate)."""
@@ -503,11 +442,15 @@ class SimServer:
         log.info("simulating %s for %s", which, session.identity)
         if which == "speaker_update" and room is not None:
             sid = session.participant_sid
-            self._send_speakers(room.name, [models.SpeakerInfo(sid=sid, level=0.9, active=True)])
+            self._relay.send_speakers(
+                room.name, [models.SpeakerInfo(sid=sid, level=0.9, active=True)]
+            )
 
             def quiet() -> None:
                 if self.rooms.get(room.name) is room:
-                    self._send_speakers(room.name, [models.SpeakerInfo(sid=sid, active=False)])
+                    self._relay.send_speakers(
+                        room.name, [models.SpeakerInfo(sid=sid, active=False)]
+                    )
 
             asyncio.get_running_loop().call_later(max(0, request.speaker_update), quiet)
         elif which in ("node_failure", "migration"):
@@ -536,29 +479,6 @@ class SimServer:
             log.debug("SimulateScenario %s is not simulated here", which)
 
     # --- internals -----------------------------------------------------------------------
-
-    def _send_speakers(self, room: str, speakers: list[models.SpeakerInfo]) -> None:
-        message = rtc.SignalResponse(speakers_changed=rtc.SpeakersChanged(speakers=speakers))
-        for session in self._sessions_in(room):
-            session.send(message)
-
-    def _level(self, room: str, participant_sid: str, level: float) -> None:
-        speaker = self._speakers.setdefault((room, participant_sid), _Speaker())
-        now = time.monotonic()
-        speaker.level = level
-        if level >= SPEAKING_LEVEL:
-            speaker.last_loud = now
-            if not speaker.active:
-                speaker.active = True
-                info = models.SpeakerInfo(sid=participant_sid, level=level, active=True)
-                self._send_speakers(room, [info])
-        elif speaker.active and now - speaker.last_loud > SPEAKING_HOLD:
-            self._speaker_stopped(room, participant_sid)
-
-    def _speaker_stopped(self, room: str, participant_sid: str) -> None:
-        speaker = self._speakers.pop((room, participant_sid), None)
-        if speaker is not None and speaker.active:
-            self._send_speakers(room, [models.SpeakerInfo(sid=participant_sid, active=False)])
 
     async def _quality_worker(self) -> None:
         # livekit-server scores every participant's connection and tells each client
@@ -607,17 +527,6 @@ class SimServer:
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         self._tasks.spawn(coro)
 
-    def _sessions_in(self, room: str) -> list[ParticipantSession]:
-        return [s for s in self._sessions.values() if s.room == room]
-
-    def _broadcast(
-        self, room: Room, infos: list[models.ParticipantInfo], *, exclude: str | None = None
-    ) -> None:
-        message = rtc.SignalResponse(update=rtc.ParticipantUpdate(participants=infos))
-        for session in self._sessions_in(room.name):
-            if session.identity != exclude:
-                session.send(message)
-
     async def _remove(
         self,
         session: ParticipantSession,
@@ -635,141 +544,11 @@ class SimServer:
                 gone = room.leave(session.identity, reason)
                 if gone is not None:
                     for track_sid in list(gone.tracks):
-                        self._unpublish(session.room, track_sid)
+                        self._relay.unpublish(session.room, track_sid)
                     if tell_others:
-                        self._broadcast(room, [gone.info()])
+                        self._relay.broadcast(room, [gone.info()])
             self.rooms.discard_if_empty(session.room)
         await session.close_with(leave)
         if session.media is not None:
             await session.media.close()
         self._notify()
-
-    def _unpublish(self, room: str, track_sid: str) -> None:
-        published = self._published.pop((room, track_sid), None)
-        if published is None:
-            return
-        self._speaker_stopped(room, published.publisher_sid)
-        for other in self._sessions_in(room):
-            if other.media is not None:
-                other.media.unsubscribe(track_sid)
-
-    def _forward(self, session: ParticipantSession, label: str, data: bytes) -> None:
-        if label not in (RELIABLE, LOSSY):
-            return
-        room = self.rooms.get(session.room)
-        sender = room.participants.get(session.identity) if room is not None else None
-        if room is None or sender is None or sender.sid != session.participant_sid:
-            return
-        packet = models.DataPacket()
-        try:
-            packet.ParseFromString(data)
-        except Exception:  # protobuf raises DecodeError; garbage is dropped like LiveKit does
-            log.debug("dropping an undecodable data packet from %s", sender.identity)
-            return
-        # Agents may speak for another participant (an agent publishes the user's
-        # transcript under the user's identity); everyone else is stamped as themselves.
-        if label == RELIABLE and packet.sequence > session.last_reliable_seq:
-            session.last_reliable_seq = packet.sequence
-        claimed = packet.participant_identity
-        identity = claimed if sender.is_agent and claimed in room.participants else sender.identity
-        packet.participant_identity = identity
-        packet.participant_sid = sender.sid
-        if packet.HasField("user"):
-            packet.user.participant_identity = identity
-            packet.user.participant_sid = sender.sid
-        targets = set(packet.destination_identities)
-        if packet.HasField("user"):
-            targets.update(packet.user.destination_identities)
-        payload = packet.SerializeToString()
-        for other in self._sessions_in(room.name):
-            if other.identity == sender.identity or other.media is None:
-                continue
-            if targets and other.identity not in targets:
-                continue
-            other.media.send_data(label, payload)
-
-    def _track_arrived(
-        self, session: ParticipantSession, mid: str, cid: str, track: MediaStreamTrack
-    ) -> None:
-        room = self.rooms.get(session.room)
-        if room is None:
-            return
-        me = room.participants.get(session.identity)
-        if me is None or me.sid != session.participant_sid:
-            return
-        announced = me.track_by_cid(cid) if cid else None
-        if announced is None:
-            # Fall back to the only announced audio track still waiting for its media.
-            waiting = [
-                t
-                for t in me.tracks.values()
-                if not t.published and t.kind == models.TrackType.AUDIO
-            ]
-            if len(waiting) != 1:
-                log.warning("%s sent media for an unannounced track (mid %s)", me.identity, mid)
-                return
-            announced = waiting[0]
-        room.publish_track(me.identity, announced.sid, mid=mid)
-        room_name, sid = room.name, me.sid
-
-        def level(value: float) -> None:
-            self._level(room_name, sid, value)
-
-        on_level = level if announced.kind == models.TrackType.AUDIO else None
-        published = _PublishedTrack(
-            room=room.name,
-            publisher=me.identity,
-            publisher_sid=me.sid,
-            track_sid=announced.sid,
-            relay=TrackRelay(track, on_level=on_level),
-        )
-        self._published[(room.name, announced.sid)] = published
-        self._broadcast(room, [me.info()])
-        for other in self._sessions_in(room.name):
-            if other.identity != me.identity and other.media is not None:
-                self._spawn(self._subscribe_when_ready(other.media, published))
-
-    def _track_ended(self, session: ParticipantSession, mid: str) -> None:
-        room = self.rooms.get(session.room)
-        me = room.participants.get(session.identity) if room is not None else None
-        if room is None or me is None or me.sid != session.participant_sid:
-            return
-        for track in list(me.tracks.values()):
-            if track.mid == mid and track.published:
-                self._unpublish(room.name, track.sid)
-                room.remove_track(me.identity, track.sid)
-                self._broadcast(room, [me.info()])
-
-    async def _subscribe_when_ready(
-        self, media: ParticipantMedia, published: _PublishedTrack
-    ) -> None:
-        await media.subscriber_connected.wait()
-        if media.closed or (published.room, published.track_sid) not in self._published:
-            return
-        media.subscribe(
-            published.track_sid,
-            published.relay.proxy(),
-            stream_id(published.publisher_sid, published.track_sid),
-            published.track_sid,
-        )
-
-    async def _activate(self, session: ParticipantSession, media: ParticipantMedia) -> None:
-        # LiveKit marks a participant ACTIVE once its media path is up (the SDK then
-        # raises participant_active: "ready to receive data").
-        await media.subscriber_connected.wait()
-        room = self.rooms.get(session.room)
-        me = room.participants.get(session.identity) if room is not None else None
-        if media.closed or room is None or me is None or me.sid != session.participant_sid:
-            return
-        room.mark_active(me.identity)
-        self._broadcast(room, [me.info()])
-
-    async def _subscribe_existing(
-        self, session: ParticipantSession, media: ParticipantMedia
-    ) -> None:
-        await media.subscriber_connected.wait()
-        if media.closed:
-            return
-        for published in list(self._published.values()):
-            if published.room == session.room and published.publisher != session.identity:
-                await self._subscribe_when_ready(media, published)

@@ -15,16 +15,10 @@ from typing import TYPE_CHECKING
 from fishtalk.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from fishtalk.workbench.agenttest.progress import PlainView, View
 from fishtalk.workbench.agenttest.report import summary_lines, write_reports
-from fishtalk.workbench.agenttest.runner import (
-    RunOptions,
-    Target,
-    TestResult,
-    heard_budgets,
-    plan,
-    run_tests,
-    sim_target,
-)
+from fishtalk.workbench.agenttest.results import TestResult
+from fishtalk.workbench.agenttest.runner import RunOptions, Target, plan, run_tests, sim_target
 from fishtalk.workbench.agenttest.spec import TestFile, load_test
+from fishtalk.workbench.agenttest.summary import heard_budgets
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 from fishtalk.workbench.agenttest.report import result_lines
-from fishtalk.workbench.agenttest.runner import TestResult
+from fishtalk.workbench.agenttest.results import TestResult
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

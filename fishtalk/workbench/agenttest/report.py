@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fishtalk.workbench.agenttest.runner import HeardBudget, TestResult, heard_budgets, summary
+from fishtalk.workbench.agenttest.results import TestResult
+from fishtalk.workbench.agenttest.summary import HeardBudget, heard_budgets, summary
 
 EXCERPT_LINES = 8
 """Transcript lines shown under a failure."""

@@ -1,0 +1,136 @@
+"""One conversation's turns: saying, speaking, interrupting, listening and waiting, each
+bounded by its timeout; a turn that cannot complete raises :class:`TurnAborted`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final
+
+from fishtalk.core import conversation as conv
+from fishtalk.engine.audio.base import SAMPLE_RATE
+from fishtalk.workbench.agenttest.recording import Window, agent_lines
+from fishtalk.workbench.agenttest.spec import Turn
+
+if TYPE_CHECKING:
+    from fishtalk.agent_session import AgentSession
+    from fishtalk.workbench.agenttest.wavmic import WavMicrophone
+
+
+class TurnAborted(Exception):
+    """A turn could not complete: the test stops there (the reason is a failure)."""
+
+
+async def do_turn(
+    session: AgentSession,
+    turn: Turn,
+    window: Window,
+    timeout: float,  # noqa: ASYNC109 - each turn's own bound
+    mic: WavMicrophone | None = None,
+    clips: Mapping[str, bytes] | None = None,
+    events: Sequence[tuple[float, conv.Change]] | None = None,
+) -> None:
+    from fishtalk.core.errors import SessionEndedError
+
+    action = turn.action
+    try:
+        if action in ("say", "speak"):
+            await _until_listening(session, timeout)
+        if action == "say":
+            assert turn.say is not None
+            async with asyncio.timeout(timeout):
+                await session.send_text(turn.say)
+            window.sent_at = time.monotonic()
+            await _interrupt(session, turn, timeout)
+            await _replies(session, turn.lines, timeout)
+        elif action == "speak":
+            assert turn.speak is not None
+            assert mic is not None
+            assert clips is not None
+            clip = clips[turn.speak]
+            async with asyncio.timeout(timeout + len(clip) / (2 * SAMPLE_RATE)):
+                await mic.speak(clip)
+            window.sent_at = time.monotonic()
+            await _interrupt(session, turn, timeout)
+            await _replies(session, turn.lines, timeout)
+        elif action == "listen":
+            await _replies(session, turn.lines, timeout)
+        elif action == "wait":
+            assert turn.wait is not None
+            await asyncio.sleep(turn.wait)
+        elif action == "wait_for_state":
+            want = turn.wait_for_state
+            if session.state.agent_state != want and session.state.mode != want:
+                await session.wait_for(
+                    lambda e: (
+                        (isinstance(e, conv.AgentStateChanged) and e.agent_state == want)
+                        or (isinstance(e, conv.ModeChanged) and e.mode == want)
+                    ),
+                    timeout,
+                )
+        elif action == "wait_for_event":
+            kind = turn.wait_for_event
+            if not (kind == "ended" and session.state.ended):
+                await session.wait_for(lambda e: e.kind == kind, timeout, raise_on_end=False)
+        else:
+            async with asyncio.timeout(timeout):
+                await session.hangup()
+    except TimeoutError:
+        what = {
+            "say": "a reply from the agent",
+            "speak": "a reply from the agent",
+            "listen": "a line from the agent",
+            "wait_for_state": f"agent state {turn.wait_for_state!r}",
+            "wait_for_event": f"a {turn.wait_for_event!r} event",
+            "hangup": "the session to end",
+        }.get(action, "the turn")
+        raise TurnAborted(
+            f"timed out after {timeout:g} s waiting for {what} (is the agent hung? raise "
+            "`timeout` if it is just slow)"
+        ) from None
+    except SessionEndedError as exc:
+        if action in ("say", "speak", "listen") and agent_lines(
+            (events or [])[window.start_index :]
+        ):
+            return  # the agent answered, then ended the session: the next turn will tell
+        raise TurnAborted(f"the session ended first ({exc.reason})") from None
+
+
+BUSY_STATES: Final = frozenset({"thinking", "speaking"})
+"""Agent states in which a user turn waits (a polite user lets the agent finish)."""
+
+
+async def _until_listening(session: AgentSession, timeout: float) -> None:  # noqa: ASYNC109
+    """Wait until the agent is done thinking and speaking (agents that publish no state
+    are never waited for)."""
+    if session.state.agent_state not in BUSY_STATES:
+        return
+    await session.wait_for(
+        lambda e: isinstance(e, conv.AgentStateChanged) and e.agent_state not in BUSY_STATES,
+        timeout,
+    )
+
+
+async def _interrupt(session: AgentSession, turn: Turn, timeout: float) -> None:  # noqa: ASYNC109
+    """With ``interrupt_after``: wait for the agent's first text, then that long, then
+    interrupt it."""
+    if turn.interrupt_after is None:
+        return
+    await session.wait_for(
+        lambda e: (
+            isinstance(e, conv.SegmentOpened | conv.SegmentGrew)
+            and e.segment.role == "agent"
+            and not e.segment.typed
+            and bool(e.segment.text)
+        ),
+        timeout,
+    )
+    await asyncio.sleep(turn.interrupt_after)
+    session.interrupt()
+
+
+async def _replies(session: AgentSession, count: int, timeout: float) -> None:  # noqa: ASYNC109
+    for _ in range(count):
+        await session.wait_for_reply(timeout)
