@@ -44,8 +44,8 @@ from fishtalk.core.errors import (
 )
 from fishtalk.engine.aio import in_daemon_thread
 from fishtalk.engine.fanout import KINDS, EventFanout, EventStream, kind_key
+from fishtalk.engine.hardening import make_non_dumpable
 from fishtalk.engine.native import keep_sdk_logs_off_stderr, let_sdk_settle
-from fishtalk.engine.system import make_non_dumpable
 from fishtalk.engine.tools.registry import Approver, ToolContext
 from fishtalk.engine.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 

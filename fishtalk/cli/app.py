@@ -126,8 +126,8 @@ def main(argv: list[str] | None = None) -> None:
     if not args:
         args = ["--help"]  # bare `fishtalk`: the help, exit 0 (click's no_args_is_help exits 2)
     command = typer.main.get_command(app)
+    from fishtalk.engine.hardening import make_non_dumpable
     from fishtalk.engine.native import keep_sdk_logs_off_stderr, quiet_livekit_handle_drops
-    from fishtalk.engine.system import make_non_dumpable
 
     make_non_dumpable()  # before any command reads the API key
     keep_sdk_logs_off_stderr()

@@ -12,10 +12,8 @@ mypy understands (CI type-checks ``fishtalk/`` with ``--platform win32`` and ``d
 - Ctrl-C: :func:`catch_sigint` runs a callback on the event loop for SIGINT, through
   ``loop.add_signal_handler`` where the loop has it (Unix) and ``signal.signal`` otherwise
   (Windows' proactor loop, or a loop outside the main thread's control).
-- The API key in memory: :func:`make_non_dumpable` (Linux) keeps other processes of the
-  same user, a command tool fishtalk started among them, from reading
-  ``/proc/<pid>/environ`` or attaching to it, as ssh-agent does. macOS and Windows have
-  other means (see README, Security).
+- (Keeping the API key in memory from other processes of the same user is
+  :mod:`fishtalk.engine.hardening`'s, which the CLI loads before any command.)
 """
 
 from __future__ import annotations
@@ -45,32 +43,6 @@ redirected (Windows: the console's screen buffer)."""
 
 TASKKILL_TIMEOUT: Final = 10.0
 """The longest ``taskkill`` may take to end a tree (it normally takes milliseconds)."""
-
-
-PR_SET_DUMPABLE: Final = 4
-"""``prctl`` option (linux/prctl.h): 0 makes the process non-dumpable."""
-
-
-def make_non_dumpable() -> bool:
-    """Make this process non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``), so processes
-    of the same user, the command tools it starts among them, cannot read its
-    ``/proc/<pid>/environ`` or memory (where the API key is) nor ptrace it, and it leaves
-    no core dump. Root (``CAP_SYS_PTRACE``) still can. Called at the start of anything
-    that holds the key (the CLI, ``AgentSession``); True when it took effect, False
-    elsewhere than Linux or when the call failed (logged, never fatal)."""
-    if sys.platform != "linux":
-        return False
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        failed = libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0
-    except (OSError, AttributeError) as exc:
-        log.debug("prctl(PR_SET_DUMPABLE) unavailable: %s", exc)
-        return False
-    if failed:
-        log.debug("prctl(PR_SET_DUMPABLE, 0) failed: %s", os.strerror(ctypes.get_errno()))
-    return not failed
 
 
 def new_process_group() -> dict[str, Any]:
@@ -157,6 +129,5 @@ __all__ = [
     "TTY_PATH",
     "catch_sigint",
     "kill_process_tree",
-    "make_non_dumpable",
     "new_process_group",
 ]
