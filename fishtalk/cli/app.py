@@ -901,6 +901,9 @@ def run_agent_tests(
     json_report: Annotated[
         Path | None, typer.Option("--json", metavar="PATH", help="Write a JSON report.")
     ] = None,
+    html_report: Annotated[
+        Path | None, typer.Option("--html", metavar="PATH", help="Write an HTML report page.")
+    ] = None,
     no_journal: Annotated[
         bool,
         typer.Option(
@@ -959,7 +962,7 @@ def run_agent_tests(
         )
     command = TestCommand(
         paths, target, sim=sim, scenario=scenario, options=options,
-        junit=junit, json_path=json_report,
+        junit=junit, json_path=json_report, html=html_report,
     )  # fmt: skip
     from fishtalk.core.text import strip
     from fishtalk.engine.native import exit_process
@@ -1265,7 +1268,7 @@ def sessions(
     typer.echo(format_sessions(rows), nl=False)
 
 
-@app.command("export", short_help="Print a past session as md, txt, json, srt or vtt.")
+@app.command("export", short_help="Print a past session as md, txt, json, srt, vtt or html.")
 def export(
     ref: Annotated[
         str,
@@ -1278,11 +1281,14 @@ def export(
         typer.Option(
             "--format",
             "-f",
-            metavar="md|txt|json|srt|vtt",
-            help="Markdown, plain text, JSON (with tool calls and per-turn timings), or "
-            "SRT/WebVTT subtitles on the session clock.",
+            metavar="md|txt|json|srt|vtt|html",
+            help="Markdown, plain text, JSON (with tool calls and per-turn timings), "
+            "SRT/WebVTT subtitles on the session clock, or a self-contained HTML page.",
         ),
     ] = "md",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE.")
+    ] = None,
 ) -> None:
     """Print a past session's transcript with speaker labels and times.
 
@@ -1291,10 +1297,21 @@ def export(
     from fishtalk.engine.journal.reader import find_journal, read_journal, summarise
     from fishtalk.workbench.journal.export import FORMATS, render
 
-    if fmt not in FORMATS:
-        raise typer.BadParameter(f"must be one of {', '.join(FORMATS)}", param_hint="--format")
+    if fmt not in (*FORMATS, "html"):
+        raise typer.BadParameter(
+            f"must be one of {', '.join(FORMATS)}, html", param_hint="--format"
+        )
     journal = read_journal(find_journal(ref, _journal_dir()))
-    typer.echo(render(summarise(journal), fmt), nl=False)
+    if fmt == "html":
+        from fishtalk.workbench.reports.session import session_page
+
+        text = session_page(journal)
+    else:
+        text = render(summarise(journal), fmt)  # type: ignore[arg-type]
+    if output is not None:
+        output.write_text(text, "utf-8")
+    else:
+        typer.echo(text, nl=False)
     _damaged(journal.damage)
 
 
