@@ -27,6 +27,23 @@ def esc(value: object) -> str:
     return html.escape(make_visible(str(value), multiline=True), quote=True)
 
 
+LONG: Final = 4_000
+"""Characters of a long text shown before the rest is folded away (laying out a megabyte
+of one unbroken word takes a browser many seconds; a closed ``<details>`` is not laid out)."""
+
+
+def long_text(value: str, tag: str = "p") -> str:
+    """``value`` escaped in a ``<tag class="text">``; past :data:`LONG` characters the
+    whole text sits in a closed ``<details>`` under the first part."""
+    if len(value) <= LONG:
+        return f'<{tag} class="text">{esc(value)}</{tag}>'
+    return (
+        f'<{tag} class="text">{esc(value[:LONG])}…</{tag}><details class="more"><summary>'
+        f"All {len(value):,} characters</summary><{tag} class=\"text\">{esc(value)}</{tag}>"
+        "</details>"
+    )
+
+
 def source_hash(text: str) -> str:
     """The CSP source expression naming an inline element whose content is ``text``."""
     digest = hashlib.sha256(text.encode("utf-8")).digest()
@@ -101,4 +118,4 @@ def ms(value: float | None) -> str:
     return f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.2f} s"
 
 
-__all__ = ["CSP", "document", "esc", "facts", "file_href", "filters", "ms", "source_hash"]
+__all__ = ["CSP", "document", "esc", "facts", "file_href", "filters", "long_text", "ms", "source_hash"]

@@ -17,13 +17,13 @@ from fishtalk.engine.journal.writer import AUDIO_SUFFIX
 from fishtalk.workbench.journal.export import SPEAKERS, clock, events, latency_data
 from fishtalk.workbench.reports.audio import PageAudio, load_audio
 from fishtalk.workbench.reports.charts import num, span, waterfall_svg, waveform_svg
-from fishtalk.workbench.reports.page import document, esc, facts, filters, ms
+from fishtalk.workbench.reports.page import document, esc, facts, filters, long_text, ms
 
 
 def _payload(value: Any) -> str:
-    if isinstance(value, str):
-        return esc(value)
-    return esc(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str))
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+    return long_text(value, "pre")
 
 
 def _badge(text: str, kind: str = "") -> str:
@@ -48,7 +48,7 @@ def _turn_item(turn: Turn) -> str:
         f'<li class="item line {speaker}" data-kind="{speaker}" data-t="{turn.start:.3f}">'
         f"<time>{esc(clock(turn.start))}</time>"
         f'<span class="who">{esc(SPEAKERS[speaker])}</span>'
-        f'<div class="body"><p class="text">{esc(turn.text)}</p>{notes}</div></li>'
+        f'<div class="body">{long_text(turn.text)}{notes}</div></li>'
     )
 
 
@@ -62,11 +62,11 @@ def _tool_item(call: ToolCall) -> str:
         badges.append(_badge(f"approval: {call.approval}"))
     if call.truncated:
         badges.append(_badge("truncated", "bad"))
-    body = [f'<div class="label">params</div><pre>{_payload(call.params)}</pre>']
+    body = [f'<div class="label">params</div>{_payload(call.params)}']
     if call.error:
-        body.append(f'<div class="label">error</div><pre>{esc(call.error)}</pre>')
+        body.append(f'<div class="label">error</div>{_payload(call.error)}')
     if call.result is not None:
-        body.append(f'<div class="label">result</div><pre>{_payload(call.result)}</pre>')
+        body.append(f'<div class="label">result</div>{_payload(call.result)}')
     return (
         f'<li class="item tool" data-kind="tool"><time>{esc(clock(call.start))}</time>'
         f'<span class="who">Tool</span><div class="body"><details class="card">'
