@@ -39,7 +39,7 @@ try {
       await page.waitForTimeout(200);
       if (cfg.shots) {
         const file = `${cfg.shots}/${scheme}-${width}.png`;
-        await page.screenshot({ path: file, fullPage: false });
+        await page.screenshot({ path: file, fullPage: true });
         result.shots.push(file);
       }
       if (scheme !== "light" || width !== 1400) {

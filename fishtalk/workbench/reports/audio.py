@@ -77,7 +77,12 @@ def load_audio(path: Path) -> PageAudio | None:
         out.writeframes(frames.astype("<i2").tobytes())
     url = "data:audio/wav;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
     codec = CODEC if rate == PAGE_RATE else CODEC.replace("16 kHz", f"{rate / 1000:g} kHz")
-    return PageAudio(url, frames.shape[0] / rate, _peaks(frames[:, 0]), _peaks(frames[:, 1]), codec)
+    mic, agent = _peaks(frames[:, 0]), _peaks(frames[:, 1])
+    loudest = max(max(mic), max(agent))
+    if loudest > 0:  # the strip shows shape, not level: scale the loudest to full height
+        mic = [round(p / loudest, 3) for p in mic]
+        agent = [round(p / loudest, 3) for p in agent]
+    return PageAudio(url, frames.shape[0] / rate, mic, agent, codec)
 
 
 __all__ = ["CODEC", "PageAudio", "load_audio"]

@@ -113,7 +113,7 @@ def histogram_svg(values_ms: Sequence[float], p50: float | None, p95: float | No
     counts = [0] * bins
     for value in values_ms:
         counts[min(bins - 1, int(value / width))] += 1
-    plot_w, plot_h, left, bottom = WIDTH - 40, 120.0, 30, 150
+    plot_w, plot_h, left, bottom = WIDTH - 70, 120.0, 30, 150
     most = max(counts)
     parts = [
         f'<svg class="chart" viewBox="0 0 {WIDTH} 175" role="img" aria-label="latency histogram">',

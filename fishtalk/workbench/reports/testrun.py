@@ -130,10 +130,14 @@ def run_page(
         (span(t.waterfall) for r in results for t in r.heard if t.waterfall is not None),
         default=0.0,
     )
-    verdict = "passed" if s["passed"] == s["total"] else "failed"
+    verdict = (
+        f"all {s['total']} passed"
+        if s["passed"] == s["total"]
+        else f"{s['failed']} failed, {s['errors']} errors, {s['passed']} passed of {s['total']}"
+    )
     budgets = "".join(_budget(b) for b in heard_budgets(results))
     body = [
-        f"<header><h1>fishtalk test: {esc(s['passed'])} of {esc(s['total'])} {verdict}</h1>"
+        f"<header><h1>fishtalk test: {esc(verdict)}</h1>"
         f"{facts(rows)}</header>",
         f"<section><h2>Heard budgets</h2>{budgets}</section>" if budgets else "",
         _repeats(results, s["pass_rate"]),
