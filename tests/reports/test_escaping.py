@@ -41,7 +41,8 @@ def assert_inert(page: str) -> None:
             assert raw not in page
             assert esc(raw) in page
     assert page.count("<script") == 1  # the page's own
-    assert "<img" not in page and "<svg onload" not in page
+    assert "<img" not in page
+    assert "<svg onload" not in page
     for char in "\u202e\u2066\x1b\x07":
         assert char not in page
     parsed = Tags()
@@ -72,7 +73,9 @@ def assert_policy(page: str) -> None:
     assert f'<meta http-equiv="Content-Security-Policy" content="{CSP}">' in page
     assert "default-src 'none'" in CSP
     assert "media-src data:" in CSP
-    assert "connect-src" not in CSP and "http" not in CSP and "unsafe" not in CSP
+    assert "connect-src" not in CSP
+    assert "http" not in CSP
+    assert "unsafe" not in CSP
     script = page.split("<script>", 1)[1].split("</script>", 1)[0]
     style = page.split("<style>", 1)[1].split("</style>", 1)[0]
     assert f"script-src {_hash(script)};" in CSP
@@ -80,9 +83,10 @@ def assert_policy(page: str) -> None:
 
 
 def test_esc_escapes_quotes_and_shows_invisible_characters() -> None:
-    assert esc('<a href="x" onclick=\'y\'>') == "&lt;a href=&quot;x&quot; onclick=&#x27;y&#x27;&gt;"
+    assert esc("<a href=\"x\" onclick='y'>") == "&lt;a href=&quot;x&quot; onclick=&#x27;y&#x27;&gt;"
     assert esc(BIDI) == "abc&lt;U+202E&gt;dcba&lt;U+2066&gt;x"
-    assert "\x1b" not in esc(CONTROL) and "\x07" not in esc(CONTROL)
+    assert "\x1b" not in esc(CONTROL)
+    assert "\x07" not in esc(CONTROL)
 
 
 def test_hostile_session_page_is_inert(tmp_path: Path) -> None:
@@ -93,7 +97,8 @@ def test_hostile_session_page_is_inert(tmp_path: Path) -> None:
     assert_policy(page)
     assert esc(BIG) in page  # shown whole, escaped
     assert 'src="data:audio/wav;base64,' in page
-    assert "interrupted" in page and "truncated" in page
+    assert "interrupted" in page
+    assert "truncated" in page
 
 
 def test_hostile_test_run_page_is_inert(tmp_path: Path) -> None:
@@ -103,7 +108,8 @@ def test_hostile_test_run_page_is_inert(tmp_path: Path) -> None:
     assert_policy(page)
     assert "fishtalk test: 1 failed, 1 errors, 1 passed of 3" in page
     assert 'aria-label="latency histogram"' in page  # repeated: the distribution
-    assert "p50 " in page and "p95 " in page
+    assert "p50 " in page
+    assert "p95 " in page
 
 
 def test_written_run_page_links_each_session_page(tmp_path: Path) -> None:
@@ -119,9 +125,7 @@ def test_written_run_page_links_each_session_page(tmp_path: Path) -> None:
     assert_inert(session.read_text(encoding="utf-8"))
 
 
-def test_export_html_writes_the_page(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_export_html_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     journal = write_journal(tmp_path / "hostile.jsonl", hostile_records())
     out = tmp_path / "page.html"
     with pytest.raises(SystemExit) as info:

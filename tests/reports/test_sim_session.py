@@ -65,7 +65,8 @@ async def _session(tmp: Path) -> Path:
             stderr=asyncio.subprocess.PIPE,
             env=env,
         )
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None
+        assert proc.stdout is not None
         while b"agent: Hello" not in await asyncio.wait_for(proc.stdout.readline(), 60):
             pass
         proc.stdin.write(b"thanks for the tones\n")
@@ -79,7 +80,8 @@ async def _session(tmp: Path) -> Path:
 async def test_a_recorded_session_page_plays_in_chromium(tmp_path: Path) -> None:
     journal = await _session(tmp_path)
     audio = load_audio(journal.with_suffix(".wav"))
-    assert audio is not None and max(audio.agent) > 0.5  # the agent's tones, below the line
+    assert audio is not None
+    assert max(audio.agent) > 0.5
     page = tmp_path / "recorded.html"
     proc = await asyncio.create_subprocess_exec(
         sys.executable,

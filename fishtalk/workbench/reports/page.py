@@ -39,7 +39,7 @@ def long_text(value: str, tag: str = "p") -> str:
         return f'<{tag} class="text">{esc(value)}</{tag}>'
     return (
         f'<{tag} class="text">{esc(value[:LONG])}…</{tag}><details class="more"><summary>'
-        f"All {len(value):,} characters</summary><{tag} class=\"text\">{esc(value)}</{tag}>"
+        f'All {len(value):,} characters</summary><{tag} class="text">{esc(value)}</{tag}>'
         "</details>"
     )
 
@@ -118,4 +118,14 @@ def ms(value: float | None) -> str:
     return f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.2f} s"
 
 
-__all__ = ["CSP", "document", "esc", "facts", "file_href", "filters", "long_text", "ms", "source_hash"]
+__all__ = [
+    "CSP",
+    "document",
+    "esc",
+    "facts",
+    "file_href",
+    "filters",
+    "long_text",
+    "ms",
+    "source_hash",
+]

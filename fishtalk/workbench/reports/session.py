@@ -109,7 +109,10 @@ def waterfalls(turns: list[dict[str, Any]]) -> str:
     blocks = []
     for w in turns:
         heard = num(w.get("heard_ms"))
+        why = w.get("incomplete")
         figure = f"heard {ms(heard)}" if heard is not None else "no heard figure"
+        if heard is None and why:
+            figure += f" ({why})"
         blocks.append(
             f'<div class="wf"><h3>Turn {esc(w.get("turn", "?"))} · {esc(w.get("kind") or "?")}'
             f" · {esc(figure)}</h3>{waterfall_svg(w, scale)}</div>"

@@ -137,8 +137,7 @@ def run_page(
     )
     budgets = "".join(_budget(b) for b in heard_budgets(results))
     body = [
-        f"<header><h1>fishtalk test: {esc(verdict)}</h1>"
-        f"{facts(rows)}</header>",
+        f"<header><h1>fishtalk test: {esc(verdict)}</h1>{facts(rows)}</header>",
         f"<section><h2>Heard budgets</h2>{budgets}</section>" if budgets else "",
         _repeats(results, s["pass_rate"]),
         "<section><h2>Tests</h2>",
