@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -98,3 +99,35 @@ async def test_a_recorded_session_page_plays_in_chromium(tmp_path: Path) -> None
     assert result["playing"] == [f"{result['clickedT']:.3f}"]
     assert result["shownAfterSearch"] == 1
     assert "lookup_weather" in "\n".join(result["texts"])
+
+
+AGENTTEST = Path(__file__).resolve().parents[1] / "agenttest"
+
+
+def test_fishtalk_test_writes_the_run_page(tmp_path: Path) -> None:
+    """``fishtalk test --html`` through the real CLI: a pass repeated and a failure, with
+    each session's page beside the report."""
+    report = tmp_path / "out" / "report.html"
+    report.parent.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FISH_", "FISHTALK_"))}
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    files = AGENTTEST / "files"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fishtalk", "test", str(files / "pass" / "converse.toml")]
+        + [str(files / "fail" / "contains.toml"), "--repeat", "2", "--html", str(report)]
+        + ["--sim", "--scenario", str(AGENTTEST / "scenarios" / "chat.toml")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr + proc.stdout
+    page = report.read_text(encoding="utf-8")
+    assert "2 failed, 0 errors, 2 passed of 4" in page
+    sessions = sorted((report.parent / "report-sessions").glob("*.html"))
+    assert len(sessions) == 4
+    assert page.count('href="report-sessions/') == 4
+    result = drive(report, uncheck=["passed"])
+    assert_quiet(result)
+    assert result["shownAfterUncheck"] == ["failed", "failed"]
