@@ -31,6 +31,8 @@ from .hostile import (
     write_recording,
 )
 
+pytestmark = pytest.mark.timeout(240)
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 CHROMIUM = os.environ.get("FISHTALK_CHROMIUM", "/usr/bin/chromium")

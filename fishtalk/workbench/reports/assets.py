@@ -67,12 +67,14 @@ svg .bar{fill:var(--agent)}svg .bar.s0{fill:var(--mark)}svg .bar.s1{fill:var(--t
 svg .bar.s2{fill:var(--user)}svg .bar.s3{fill:var(--agent)}svg .bar.s4{fill:var(--ok)}
 svg .grid{stroke:var(--line)}svg .p50{stroke:var(--user);stroke-width:2}
 svg .p95{stroke:var(--bad);stroke-width:2;stroke-dasharray:4 3}
-.wf{margin:.5rem 0 1rem}.wf h3{font-size:.9rem;margin:.2rem 0;font-weight:600}
+.wf{margin:.5rem 0 1rem}.wf h3{font-size:.85rem;margin:.2rem 0;font-weight:600;
+overflow-wrap:anywhere}
 .test{display:block;background:var(--card);border:1px solid var(--line);border-radius:6px;
 padding:.6rem .8rem;margin:.5rem 0}
 .test.failed,.test.error{border-left:4px solid var(--bad)}
 .test.passed{border-left:4px solid var(--ok)}
-.test h3{font-size:1rem;margin:0;overflow-wrap:anywhere}
+.test>h3{font-size:1rem;margin:0;overflow-wrap:anywhere}
+li,.label{overflow-wrap:anywhere}
 .why{margin:.3rem 0;overflow-wrap:anywhere}
 a{color:var(--user)}
 footer{margin-top:2.5rem;color:var(--muted);font-size:.8rem}

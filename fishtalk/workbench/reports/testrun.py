@@ -130,11 +130,8 @@ def run_page(
         (span(t.waterfall) for r in results for t in r.heard if t.waterfall is not None),
         default=0.0,
     )
-    verdict = (
-        f"all {s['total']} passed"
-        if s["passed"] == s["total"]
-        else f"{s['failed']} failed, {s['errors']} errors, {s['passed']} passed of {s['total']}"
-    )
+    counts = [(s["failed"], "failed"), (s["errors"], "errors"), (s["passed"], "passed")]
+    verdict = ", ".join(f"{n} {what}" for n, what in counts if n) + f" of {s['total']}"
     budgets = "".join(_budget(b) for b in heard_budgets(results))
     body = [
         f"<header><h1>fishtalk test: {esc(verdict)}</h1>{facts(rows)}</header>",
