@@ -22,7 +22,7 @@ color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif}
 h1{font-size:1.45rem;margin:0 0 .6rem;overflow-wrap:anywhere}
 h2{font-size:1.1rem;margin:1.8rem 0 .6rem;border-bottom:1px solid var(--line);
 padding-bottom:.25rem}
-.facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(190px,1fr));gap:.4rem 1rem;
+.facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:.4rem 1rem;
 margin:0}
 .facts div{min-width:0}.facts dt{color:var(--muted);font-size:.8rem}
 .facts dd{margin:0;overflow-wrap:anywhere}
@@ -79,6 +79,7 @@ li,.label{overflow-wrap:anywhere}
 a{color:var(--user)}
 footer{margin-top:2.5rem;color:var(--muted);font-size:.8rem}
 @media (max-width:560px){.item{grid-template-columns:3.6rem minmax(0,1fr)}
+.filters input[type=search]{flex-basis:100%}
 .item .who{grid-column:2}.item>.body{grid-column:1/-1}}
 """
 """The pages' style sheet: light and dark themes follow the system."""

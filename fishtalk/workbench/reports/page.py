@@ -27,7 +27,7 @@ def esc(value: object) -> str:
     return html.escape(make_visible(str(value), multiline=True), quote=True)
 
 
-LONG: Final = 4_000
+LONG: Final = 1_000
 """Characters of a long text shown before the rest is folded away (laying out a megabyte
 of one unbroken word takes a browser many seconds; a closed ``<details>`` is not laid out)."""
 
