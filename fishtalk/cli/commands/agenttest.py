@@ -76,6 +76,9 @@ def run_agent_tests(
     json_report: Annotated[
         Path | None, typer.Option("--json", metavar="PATH", help="Write a JSON report.")
     ] = None,
+    html_report: Annotated[
+        Path | None, typer.Option("--html", metavar="PATH", help="Write an HTML report page.")
+    ] = None,
     no_journal: Annotated[
         bool,
         typer.Option(
@@ -134,7 +137,7 @@ def run_agent_tests(
         )
     command = TestCommand(
         paths, target, sim=sim, scenario=scenario, options=options,
-        junit=junit, json_path=json_report,
+        junit=junit, json_path=json_report, html=html_report,
     )  # fmt: skip
     from fishtalk.core.text import strip
     from fishtalk.engine.native import exit_process

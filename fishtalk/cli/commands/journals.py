@@ -58,7 +58,7 @@ def sessions(
     typer.echo(format_sessions(rows), nl=False)
 
 
-@commands.command("export", short_help="Print a past session as md, txt, json, srt or vtt.")
+@commands.command("export", short_help="Print a past session as md, txt, json, srt, vtt or html.")
 def export(
     ref: Annotated[
         str,
@@ -71,11 +71,14 @@ def export(
         typer.Option(
             "--format",
             "-f",
-            metavar="md|txt|json|srt|vtt",
-            help="Markdown, plain text, JSON (with tool calls and per-turn timings), or "
-            "SRT/WebVTT subtitles on the session clock.",
+            metavar="md|txt|json|srt|vtt|html",
+            help="Markdown, plain text, JSON (with tool calls and per-turn timings), "
+            "SRT/WebVTT subtitles on the session clock, or a self-contained HTML page.",
         ),
     ] = "md",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE.")
+    ] = None,
 ) -> None:
     """Print a past session's transcript with speaker labels and times.
 
@@ -84,10 +87,21 @@ def export(
     from fishtalk.engine.journal.reader import find_journal, read_journal, summarize_journal
     from fishtalk.workbench.journal.export import FORMATS, render
 
-    if fmt not in FORMATS:
-        raise typer.BadParameter(f"must be one of {', '.join(FORMATS)}", param_hint="--format")
+    if fmt not in (*FORMATS, "html"):
+        raise typer.BadParameter(
+            f"must be one of {', '.join(FORMATS)}, html", param_hint="--format"
+        )
     journal = read_journal(find_journal(ref, _journal_dir()))
-    typer.echo(render(summarize_journal(journal), fmt), nl=False)
+    if fmt == "html":
+        from fishtalk.workbench.reports.session import session_page
+
+        text = session_page(journal)
+    else:
+        text = render(summarize_journal(journal), fmt)  # type: ignore[arg-type]
+    if output is not None:
+        output.write_text(text, "utf-8")
+    else:
+        typer.echo(text, nl=False)
     _damaged(journal.damage)
 
 

@@ -208,6 +208,8 @@ class ToolCall:
     run_duration: float | None = None
     turn: int | None = None
     """Index of the turn during which the call started (None: before the first)."""
+    truncated: bool = False
+    """The agent cut the call's input or output short before sending it."""
 
     @property
     def duration(self) -> float | None:
@@ -355,6 +357,8 @@ def _apply_change(
                 call_id, str(card.get("tool_name")), str(card.get("source") or ""), t
             )
         client = card.get("client")
+        if card.get("input_truncated") or card.get("output_truncated"):
+            call.truncated = True
         call.status = str(card.get("status") or call.status)
         if isinstance(client, dict):
             call.client = True

@@ -40,6 +40,7 @@ class TestCommand:
     options: RunOptions = field(default_factory=RunOptions)
     junit: Path | None = None
     json_path: Path | None = None
+    html: Path | None = None
 
 
 def load_all(files: Sequence[Path]) -> list[TestFile]:
@@ -113,5 +114,5 @@ def run_command(
         out(line)
     if interrupted:
         out("interrupted: the open sessions were hung up; the reports hold what finished")
-    write_reports(results, junit=command.junit, json_path=command.json_path)
+    write_reports(results, junit=command.junit, json_path=command.json_path, html=command.html)
     return exit_code(results, interrupted=interrupted)

@@ -123,10 +123,18 @@ def json_report(results: Sequence[TestResult]) -> dict[str, Any]:
 
 
 def write_reports(
-    results: Sequence[TestResult], *, junit: Path | None = None, json_path: Path | None = None
+    results: Sequence[TestResult],
+    *,
+    junit: Path | None = None,
+    json_path: Path | None = None,
+    html: Path | None = None,
 ) -> None:
-    """Write the requested report files."""
+    """Write the requested report files (``html``: the run's page, with session pages)."""
     if junit is not None:
         junit.write_text(junit_xml(results), "utf-8")
     if json_path is not None:
         json_path.write_text(json.dumps(json_report(results), indent=2) + "\n", "utf-8")
+    if html is not None:
+        from fishtalk.workbench.reports.testrun import write_run_page
+
+        write_run_page(results, html)

@@ -80,9 +80,11 @@ def _tool_line(call: ToolCall) -> str:
     return f"{kind} {_line(call.name)}({params}) {outcome}{took}{approval}"
 
 
-def _events(
+def events(
     summary: JournalSummary,
 ) -> list[tuple[float, int, str, Turn | ToolCall | dict[str, Any]]]:
+    """The session as one timeline: (time, order, kind, item) for each turn (``turn``), tool
+    call (``tool``) and error (``error``), sorted by time."""
     items: list[tuple[float, int, str, Turn | ToolCall | dict[str, Any]]] = []
     for turn in summary.turns:
         items.append((turn.start, 0, "turn", turn))
@@ -108,7 +110,7 @@ def _heading(summary: JournalSummary) -> list[str]:
 def to_txt(summary: JournalSummary) -> str:
     """Plain text: one line per turn, tool call and error, with its time."""
     lines = [*_heading(summary), ""]
-    for at, _, kind, item in _events(summary):
+    for at, _, kind, item in events(summary):
         if isinstance(item, Turn):
             speaker = SPEAKERS.get(item.speaker, item.speaker)
             lines.append(f"[{clock(at)}] {speaker}: {_line(item.text)}{_turn_note(item)}")
@@ -126,7 +128,7 @@ def to_md(summary: JournalSummary) -> str:
     lines = [f"# Conversation with {title}", ""]
     lines += [f"- {fact}" for fact in _heading(summary)]
     lines.append("")
-    for at, _, _kind, item in _events(summary):
+    for at, _, _kind, item in events(summary):
         if isinstance(item, Turn):
             speaker = SPEAKERS.get(item.speaker, item.speaker)
             text = _line(item.text).replace("*", "\\*").replace("_", "\\_")
@@ -189,12 +191,12 @@ def to_data(summary: JournalSummary) -> dict[str, Any]:
         "turns": turns,
         "tools": [_tool_dict(c) for c in summary.tools],
         "errors": summary.errors,
-        "latency": _latency_data(summary),
+        "latency": latency_data(summary),
         "damage": journal.damage,
     }
 
 
-def _latency_data(summary: JournalSummary) -> dict[str, Any]:
+def latency_data(summary: JournalSummary) -> dict[str, Any]:
     """The measured latency: each turn's waterfall, each interrupt, p50/p95/worst (ms)."""
     # As conversation.latency.summarize counts: an unprompted turn (the greeting) answers
     # no user turn and is left out.
@@ -268,6 +270,8 @@ __all__ = [
     "Format",
     "clock",
     "cue_time",
+    "events",
+    "latency_data",
     "render",
     "to_data",
     "to_json",
