@@ -31,7 +31,8 @@ class carries the exit code the CLI returns. Programming errors stay ordinary ex
     │       ├── ApiTimeoutError           5  no answer within the timeout
     │       └── ApiConnectionError        5  refused, DNS, TLS or other network failure
     ├── UnsupportedTransportError         6  grant names a transport we cannot speak
-    └── SessionExpiredError               6  grant's join deadline already passed
+    ├── SessionExpiredError               6  grant's join deadline already passed
+    └── SpeechUnavailableError            2  the ``speech`` extra or espeak-ng is missing
 
 The CLI catches :class:`FishtalkError` at its edge, prints ``str(exc)`` on one line and
 exits with ``exc.exit_code``.
@@ -255,6 +256,20 @@ class SessionExpiredError(FishtalkError):
     exit_code: ClassVar[int] = EXIT_REJECTED
 
 
+class SpeechUnavailableError(FishtalkError):
+    """Offline speech needs a part that is not installed; ``str(exc)`` says which, in a line.
+
+    ``part`` is ``"pocketsphinx"`` (install the ``speech`` extra) or ``"espeak-ng"`` (a
+    system package).
+    """
+
+    exit_code: ClassVar[int] = EXIT_USAGE
+
+    def __init__(self, part: str, how: str) -> None:
+        super().__init__(f"offline speech needs {part}: {how}")
+        self.part = part
+
+
 class ApiTransportError(SessionApiError):
     """No answer from the session API: it timed out or could not be reached."""
 
@@ -344,6 +359,7 @@ __all__ = [
     "ServiceUnavailableError",
     "SessionApiError",
     "SessionExpiredError",
+    "SpeechUnavailableError",
     "UnexpectedResponseError",
     "UnsupportedMediaTypeError",
     "UnsupportedTransportError",
