@@ -3,8 +3,9 @@
 :class:`Recognizer` decodes 16-bit audio at any rate three ways:
 
 * :meth:`~Recognizer.grammar`: a JSGF grammar of known phrases (a sim's commands, a
-  test's expected words). Far more accurate than free decoding; a hypothesis that stops
-  short of a whole phrase is reported as not matched.
+  test's expected words). Far more accurate than free decoding. When the search stops
+  short of a whole phrase, the phrases continuing its path are aligned to the audio and
+  the one that alone aligns is taken; otherwise the result is not matched.
 * :meth:`~Recognizer.free`: open-vocabulary decoding with the bundled language model, the
   last resort; its results say so (``method="free"``).
 * :meth:`~Recognizer.align`: force-align a known text to the audio, to ask "does this
@@ -13,8 +14,8 @@
 :meth:`~Recognizer.understand` tries the grammar and falls back to free decoding.
 pocketsphinx is the ``speech`` extra: without it, :func:`load` raises
 :class:`~fishtalk.core.errors.SpeechUnavailableError`, one line naming the extra. A
-recogniser is not thread-safe; each utterance restarts from the same cepstral mean, so a
-result does not depend on what was decoded before.
+recogniser is not thread-safe; each utterance restarts from the same cepstral mean, so
+what it hears does not depend on what was decoded before (a confidence may move a hair).
 """
 
 from __future__ import annotations
@@ -123,8 +124,33 @@ class Recognizer:
         if found is None:
             return Recognition("", "grammar", 0.0, seconds, matched=False)
         text = normalize(found[0])
-        # pocketsphinx returns the best partial path when no whole phrase fits.
-        return Recognition(text, "grammar", found[1], seconds, matched=text in key)
+        if text in key:
+            return Recognition(text, "grammar", found[1], seconds)
+        return self._complete(text, audio, rate, key, seconds) or Recognition(
+            text, "grammar", found[1], seconds, matched=False
+        )
+
+    def _complete(
+        self, partial: str, audio: Pcm, rate: int, phrases: tuple[str, ...], seconds: float
+    ) -> Recognition | None:
+        """The one phrase continuing ``partial`` that aligns to the audio, if exactly one.
+
+        pocketsphinx's grammar search returns its best partial path when it reaches no
+        whole phrase ("call get" for "call get time" over a lossy codec); aligning each
+        phrase that continues that path tells them apart. A short phrase aligns to almost
+        any audio, so only continuations of a non-empty path are tried.
+        """
+        if not partial:
+            return None
+        fits = []
+        for phrase in phrases:
+            if phrase == partial or phrase.startswith(partial + " "):
+                aligned = self.align(audio, rate, phrase)
+                if aligned.matched:
+                    fits.append(aligned)
+        if len(fits) != 1:
+            return None
+        return Recognition(fits[0].text, "grammar", fits[0].confidence, seconds)
 
     def align(self, audio: Pcm, rate: int, text: str) -> Recognition:
         """Whether ``audio`` says ``text``: ``matched`` and a 0..1 ``confidence``.
