@@ -1,7 +1,7 @@
 """requirements-dev.lock (what CI installs) agrees with pyproject.toml (what users get).
 
-Every dependency and every dev extra of pyproject.toml is pinned in the lock, with hashes,
-at a version inside pyproject's range; nothing in the lock is pinned twice or unhashed.
+Every dependency and the dev and speech extras of pyproject.toml are pinned in the lock, with
+hashes, at a version inside pyproject's range; nothing in the lock is pinned twice or unhashed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ _PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)")
 
 def _declared() -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
-    lines = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    extras = project["optional-dependencies"]
+    lines = [*project["dependencies"], *extras["dev"], *extras["speech"]]
     return [Requirement(line) for line in lines]
 
 

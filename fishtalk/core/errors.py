@@ -39,7 +39,8 @@ the right). Programming errors stay ordinary exceptions.
     │       ├── ApiTimeoutError           5  no answer within the timeout
     │       └── ApiConnectionError        5  refused, DNS, TLS or other network failure
     ├── UnsupportedTransportError         6  grant names a transport we cannot speak
-    └── SessionExpiredError               6  grant's join deadline already passed
+    ├── SessionExpiredError               6  grant's join deadline already passed
+    └── SpeechUnavailableError            2  the ``speech`` extra or espeak-ng is missing
 
 The CLI catches :class:`FishtalkError` at its edge, prints ``str(exc)`` on one line and
 exits with the code :func:`exit_code_for` gives.
@@ -227,6 +228,18 @@ class SessionExpiredError(FishtalkError):
     """The grant's join deadline (``expires_at``) has passed; create a new session."""
 
 
+class SpeechUnavailableError(FishtalkError):
+    """Offline speech needs a part that is not installed; ``str(exc)`` says which, in a line.
+
+    ``part`` is ``"pocketsphinx"`` (install the ``speech`` extra) or ``"espeak-ng"`` (a
+    system package).
+    """
+
+    def __init__(self, part: str, how: str) -> None:
+        super().__init__(f"offline speech needs {part}: {how}")
+        self.part = part
+
+
 class ApiTransportError(SessionApiError):
     """No answer from the session API: it timed out or could not be reached."""
 
@@ -328,6 +341,7 @@ EXIT_BY_ERROR: Final[tuple[tuple[type[FishtalkError], int], ...]] = (
     (RunLimitError, EXIT_USAGE),
     (ScenarioError, EXIT_USAGE),
     (SimServeError, EXIT_USAGE),
+    (SpeechUnavailableError, EXIT_USAGE),
     (SimStartError, EXIT_CONNECTION),
     (ConnectionFailedError, EXIT_CONNECTION),
     (SessionEndedError, EXIT_ERROR),
@@ -408,6 +422,7 @@ __all__ = [
     "SessionExpiredError",
     "SimServeError",
     "SimStartError",
+    "SpeechUnavailableError",
     "TestFileError",
     "UnexpectedResponseError",
     "UnsupportedMediaTypeError",

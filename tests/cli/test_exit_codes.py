@@ -70,6 +70,7 @@ ERROR_PHRASES: dict[str, str] = {
     "ApiConnectionError": "connection refused",
     "UnsupportedTransportError": "unsupported transport",
     "SessionExpiredError": "session expired",
+    "SpeechUnavailableError": "missing speech part",
     "SimStartError": "could not be established",
     "SessionEndedError": "unexpected error",
     "ConnectionFailedError": "could not be established",

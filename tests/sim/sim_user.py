@@ -19,7 +19,7 @@ import numpy as np
 from livekit import rtc
 
 from fishtalk.core import protocol as p
-from fishtalk.sim.fish.voice import FRAME_SAMPLES, SAMPLE_RATE, rms_dbfs, silence, tone
+from fishtalk.sim.fish.voice import FRAME_SAMPLES, SAMPLE_RATE, Pcm, rms_dbfs, silence, tone
 from fishtalk.sim.runner import SimHandle
 
 WAIT = 15.0
@@ -238,15 +238,17 @@ class UserClient:
         self, frequency: float, seconds: float, *, before: float = 0.3, after: float = 1.5
     ) -> None:
         """Publish a microphone track (once) and play a tone on it in real time."""
+        await self.publish_audio(tone(frequency, seconds, amplitude=0.3), before, after)
+
+    async def publish_audio(self, audio: Pcm, before: float = 0.3, after: float = 1.5) -> None:
+        """Publish a microphone track (once) and play 48 kHz ``audio`` on it in real time."""
         if self._mic is None:
             self._mic = rtc.AudioSource(SAMPLE_RATE, 1)
             track = rtc.LocalAudioTrack.create_audio_track("mic", self._mic)
             await self.room.local_participant.publish_track(
                 track, rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
             )
-        audio = np.concatenate(
-            [silence(before), tone(frequency, seconds, amplitude=0.3), silence(after)]
-        )
+        audio = np.concatenate([silence(before), audio, silence(after)])
         loop = asyncio.get_running_loop()
         start = loop.time()
         for index in range(0, audio.size - FRAME_SAMPLES + 1, FRAME_SAMPLES):

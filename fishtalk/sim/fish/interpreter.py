@@ -220,7 +220,9 @@ class ScenarioInterpreter:
         await agent.set_state("thinking")
         agent.note(f"thinking for {agent.settings.think_seconds:g} s")
         await asyncio.sleep(agent.settings.think_seconds)
-        if isinstance(turn, HeardSpeech):
+        if isinstance(turn, HeardSpeech) and (said := turn.as_message()) is not None:
+            await self._answer(said, mid_script=mid_script)
+        elif isinstance(turn, HeardSpeech):
             h = turn.heard
             await agent.say(
                 f"I heard {h.duration:.1f} seconds of sound at {h.dbfs:.0f} dBFS, "

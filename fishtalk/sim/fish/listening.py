@@ -2,9 +2,11 @@
 
 :class:`Listening` transcribes every user audio track it is given the way a real agent's
 speech-to-text would show it: while it hears sound, every 0.5 s a complete stream with
-``lk.transcription_final: "false"`` whose text replaces the segment's text ("hearing
-0.8 s of sound ..."), then one with ``"true"`` in its header ("heard 1.2 s of sound at
--18 dBFS, mostly around 440 Hz"). Each finished stretch of sound and each
+``lk.transcription_final: "false"`` whose text replaces the segment's text, then one with
+``"true"`` in its header. With the ``speech`` extra the text is what offline
+speech-to-text understood (:mod:`~fishtalk.sim.fish.hearing`: "call get time"), and the
+turn carries it; without it, a description of the sound ("hearing 0.8 s of sound ...",
+"heard 1.2 s of sound at -18 dBFS, mostly around 440 Hz"). Each finished stretch of sound and each
 ``user.message`` becomes a turn in its inbox, unless the sound began while the agent was
 talking or just after: through a speaker without echo cancellation that is its own voice,
 and answering it would loop forever.
@@ -28,8 +30,10 @@ from livekit import rtc
 
 from fishtalk.core import protocol as p
 from fishtalk.sim.fish.core import AgentCore
+from fishtalk.sim.fish.hearing import Ears, as_message, ears, transcript
 from fishtalk.sim.fish.speech import Speech
-from fishtalk.sim.fish.voice import SAMPLE_RATE, Heard, SpeechDetector, analyse, describe
+from fishtalk.sim.fish.voice import SAMPLE_RATE, Heard, Pcm, SpeechDetector, analyse, describe
+from fishtalk.speech.recognition import Recognition
 
 INTERIM_EVERY: Final = 0.5
 """Seconds between interim user transcripts while the user makes sound."""
@@ -67,6 +71,12 @@ class HeardSpeech:
     """A finished stretch of sound on the user's track, as a turn to answer."""
 
     heard: Heard
+    understood: Recognition | None = None
+    """What speech-to-text made of it (None without the ``speech`` extra)."""
+
+    def as_message(self) -> p.UserMessage | None:
+        """The typed turn this speech stands for, or None when no words were recognised."""
+        return None if self.understood is None else as_message(self.understood)
 
 
 Turn = p.UserMessage | HeardSpeech
@@ -86,6 +96,12 @@ class Listening:
         """Whether the agent has asked "are you still there?" since the last activity."""
         self.max_utterance = MAX_UTTERANCE
         """Seconds after which a user segment still sounding is finalised anyway."""
+        self._ears: Ears | None = ears()
+
+    @property
+    def ears(self) -> Ears | None:
+        """Speech-to-text, when the scenario listens for speech and the extra is installed."""
+        return self._ears if self._core.settings.listen == "speech" else None
 
     # --- activity and turns -------------------------------------------------------------
 
@@ -174,38 +190,63 @@ class Listening:
                 if outcome in {"start", "continue"} and detector.active:
                     if span / rate >= self.max_utterance:
                         # Endpoint a never-ending sound; what follows is a new segment.
-                        heard = analyse(detector.utterance, rate)
+                        utterance = detector.utterance
                         detector.reset()
                         self._core.note(f"finalised a segment at {self.max_utterance:.0f} s")
-                        await self._heard(identity, segment, heard, over_my_voice, track_sid)
+                        await self._heard(
+                            identity, segment, utterance, rate, over_my_voice, track_sid
+                        )
                     # Analyse only when an interim is due: the FFTs are not free.
                     elif span / rate - last_interim >= INTERIM_EVERY:
                         last_interim = span / rate
-                        heard = analyse(detector.utterance, rate)
                         await self._speech.publish_user_transcript(
                             identity,
                             segment,
-                            describe(heard, final=False),
+                            await self._interim(detector.utterance, rate),
                             final=False,
                             track_sid=track_sid,
                         )
                 elif outcome == "end":
-                    heard = analyse(detector.utterance, rate)
-                    await self._heard(identity, segment, heard, over_my_voice, track_sid)
+                    await self._heard(
+                        identity, segment, detector.utterance, rate, over_my_voice, track_sid
+                    )
         finally:
             await stream.aclose()
 
+    async def _interim(self, utterance: Pcm, rate: int) -> str:
+        ears = self.ears
+        if ears is None:
+            return describe(analyse(utterance, rate), final=False)
+        return transcript(await ears.understand(utterance, rate, final=False), final=False)
+
     async def _heard(
-        self, identity: str, segment: str, heard: Heard, over_my_voice: bool, track_sid: str
+        self,
+        identity: str,
+        segment: str,
+        utterance: Pcm,
+        rate: int,
+        over_my_voice: bool,
+        track_sid: str,
     ) -> None:
+        heard = analyse(utterance, rate)
+        understood = None
+        ears = self.ears
+        if ears is not None and not over_my_voice:
+            understood = await ears.understand(utterance, rate)
+            self._core.note(f"speech-to-text: {understood.describe()}")
+        text = (
+            describe(heard, final=True)
+            if understood is None
+            else transcript(understood, final=True)
+        )
         await self._speech.publish_user_transcript(
-            identity, segment, describe(heard, final=True), final=True, track_sid=track_sid
+            identity, segment, text, final=True, track_sid=track_sid
         )
         self.touch()
         if over_my_voice:
             self._core.note("heard sound over my own voice; not answering it")
         else:
-            self._inbox.put_nowait(HeardSpeech(heard))
+            self._inbox.put_nowait(HeardSpeech(heard, understood))
 
 
 __all__ = ["MAX_UTTERANCE", "HeardSpeech", "IdleClock", "Listening", "MonotonicClock", "Turn"]

@@ -22,6 +22,9 @@ A scenario is a TOML file (stdlib ``tomllib``; no code runs from it). Top level:
     answer_during_steps = false       # true: a user turn that arrives while steps run
                                       # is answered before the next step (then the
                                       # steps carry on)
+    listen = "sound"                  # "speech": offline speech-to-text of the mic (the
+                                      # `speech` extra; without it, as "sound": the sound
+                                      # is described, "heard 1.2 s of sound ...")
 
     # Timings (what the heard-latency tests and benchmarks inject):
     think_seconds = 0.4               # a reply to a user turn: `thinking` is shown this
@@ -116,6 +119,8 @@ class AgentSettings(_Model):
     tool_deadline_seconds: float = Field(default=30.0, gt=0, le=120)
     answer_during_steps: bool = False
     """Answer user turns between steps instead of after the last one."""
+    listen: Literal["sound", "speech"] = "sound"
+    """``speech``: transcribe the user's mic offline (:mod:`~fishtalk.sim.fish.hearing`)."""
     think_seconds: float = Field(default=0.4, ge=0, le=60)
     """How long ``thinking`` is shown before a reply's first transcript chunk."""
     first_audio_delay_seconds: float = Field(default=0.0, ge=0, le=60)

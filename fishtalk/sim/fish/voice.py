@@ -15,12 +15,9 @@ All audio is 48 kHz mono int16.
 
 from __future__ import annotations
 
-import asyncio
-import io
 import math
 import re
 import shutil
-import wave
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +25,10 @@ from typing import Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from fishtalk.core.errors import SpeechUnavailableError
+from fishtalk.speech import pcm as speech_pcm
+from fishtalk.speech.tts import Espeak
 
 SAMPLE_RATE: Final = 48_000
 """Sample rate of everything the sim says and hears."""
@@ -110,24 +111,9 @@ class ToneVoice:
         return self.word_audio(word)
 
 
-def _resample(samples: npt.NDArray[np.float64], rate: int) -> npt.NDArray[np.float64]:
-    if rate == SAMPLE_RATE or samples.size == 0:
-        return samples
-    n_out = round(samples.size * SAMPLE_RATE / rate)
-    x_out = np.arange(n_out, dtype=np.float64) * (rate / SAMPLE_RATE)
-    return np.interp(x_out, np.arange(samples.size, dtype=np.float64), samples)
-
-
 def decode_wav(data: bytes) -> Pcm:
     """A 16-bit PCM WAV (any rate, mono or first channel) as 48 kHz mono int16."""
-    with wave.open(io.BytesIO(data)) as wav:
-        if wav.getsampwidth() != 2:
-            raise ValueError("expected 16-bit PCM")
-        channels = wav.getnchannels()
-        rate = wav.getframerate()
-        frames = wav.readframes(wav.getnframes())
-    pcm = np.frombuffer(frames, dtype="<i2")[::channels].astype(np.float64)
-    return np.clip(np.round(_resample(pcm, rate)), -32768, 32767).astype(np.int16)
+    return speech_pcm.decode_wav(data, SAMPLE_RATE)
 
 
 @dataclass(frozen=True)
@@ -140,20 +126,11 @@ class EspeakVoice:
 
     async def render(self, word: str) -> Pcm:
         """Speak ``word`` (fed on stdin: never parsed as an option) and add its pause."""
-        proc = await asyncio.create_subprocess_exec(
-            self.executable,
-            "--stdout",
-            "--stdin",
-            "-s",
-            str(self.words_per_minute),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        out, _ = await proc.communicate(word.strip().encode("utf-8"))
         try:
-            audio = decode_wav(out)
-        except (wave.Error, EOFError, ValueError):
+            audio = await Espeak(self.executable, "", self.words_per_minute).synthesize_async(
+                word, SAMPLE_RATE
+            )
+        except SpeechUnavailableError:
             return ToneVoice().word_audio(word)
         # espeak pads every utterance with silence; trim it so words flow.
         loud = np.flatnonzero(np.abs(audio) > 300)

@@ -1,0 +1,181 @@
+"""Speech to text, offline: pocketsphinx 5 and the en-US model its wheel bundles.
+
+:class:`Recognizer` decodes 16-bit audio at any rate three ways:
+
+* :meth:`~Recognizer.grammar`: a JSGF grammar of known phrases (a sim's commands, a
+  test's expected words). Far more accurate than free decoding. When the search stops
+  short of a whole phrase, the phrases continuing its path are aligned to the audio and
+  the one that alone aligns is taken; otherwise the result is not matched.
+* :meth:`~Recognizer.free`: open-vocabulary decoding with the bundled language model, the
+  last resort; its results say so (``method="free"``).
+* :meth:`~Recognizer.align`: force-align a known text to the audio, to ask "does this
+  audio say this text?" (a wrong text finds no alignment).
+
+:meth:`~Recognizer.understand` tries the grammar and falls back to free decoding.
+pocketsphinx is the ``speech`` extra: without it, :func:`load` raises
+:class:`~fishtalk.core.errors.SpeechUnavailableError`, one line naming the extra. A
+recogniser is not thread-safe; each utterance restarts from the same cepstral mean, so
+what it hears does not depend on what was decoded before (a confidence may move a hair).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any, Final
+
+import numpy as np
+
+from fishtalk.core.errors import SpeechUnavailableError
+from fishtalk.speech.pcm import STT_RATE, Pcm, convert
+from fishtalk.speech.recognition import Recognition, normalize
+
+INSTALL_EXTRA: Final = "pip install 'fishtalk[speech]'"
+SPEECH_DBFS: Final = -45.0
+"""10 ms blocks louder than this count as speech energy."""
+_GRAMMAR = "phrases"
+
+
+def speech_seconds(audio: Pcm, rate: int, *, threshold_dbfs: float = SPEECH_DBFS) -> float:
+    """Seconds of ``audio`` in 10 ms blocks louder than ``threshold_dbfs``."""
+    step = rate // 100
+    usable = audio[: audio.size - audio.size % step]
+    if usable.size == 0:
+        return 0.0
+    blocks = usable.reshape(-1, step).astype(np.float64) / 32768.0
+    power = np.mean(blocks * blocks, axis=1)
+    loud = power > 10 ** (threshold_dbfs / 10)
+    return int(loud.sum()) / 100
+
+
+def available() -> bool:
+    """Whether pocketsphinx (the ``speech`` extra) is installed."""
+    return importlib.util.find_spec("pocketsphinx") is not None
+
+
+def load() -> Recognizer:
+    """A recogniser on the bundled en-US model (about 0.5 s of CPU to load)."""
+    try:
+        pocketsphinx = importlib.import_module("pocketsphinx")
+    except ImportError as exc:
+        raise SpeechUnavailableError("pocketsphinx", INSTALL_EXTRA) from exc
+    return Recognizer(pocketsphinx.Decoder(samprate=STT_RATE, loglevel="FATAL"))
+
+
+def jsgf(phrases: list[str]) -> str:
+    """A JSGF grammar whose sentences are exactly ``phrases`` (already normalised)."""
+    body = " | ".join(f"( {p} )" for p in phrases)
+    return f"#JSGF V1.0;\ngrammar {_GRAMMAR};\npublic <phrase> = {body};\n"
+
+
+class Recognizer:
+    """pocketsphinx with the bundled model: grammar, free decoding and alignment."""
+
+    def __init__(self, decoder: Any) -> None:
+        self._decoder = decoder
+        self._cmn: str = decoder.get_cmn()
+        self._grammars: dict[tuple[str, ...], str] = {}
+
+    def known(self, word: str) -> bool:
+        """Whether ``word`` is in the pronunciation dictionary."""
+        return self._decoder.lookup_word(word) is not None
+
+    def _decode(self, audio: Pcm, rate: int) -> tuple[str, float] | None:
+        dec = self._decoder
+        dec.set_cmn(self._cmn)  # same start for every utterance: deterministic results
+        dec.start_utt()
+        dec.process_raw(convert(audio, rate, STT_RATE).tobytes(), full_utt=True)
+        dec.end_utt()
+        hyp = dec.hyp()
+        if hyp is None:
+            return None
+        return str(hyp.hypstr), float(hyp.prob)
+
+    def free(self, audio: Pcm, rate: int) -> Recognition:
+        """Open-vocabulary decoding (the result says ``method="free"``)."""
+        seconds = speech_seconds(audio, rate)
+        if seconds <= 0:
+            return Recognition("", "free", 0.0, 0.0)
+        self._decoder.activate_search()
+        found = self._decode(audio, rate)
+        text, prob = found if found else ("", 0.0)
+        return Recognition(normalize(text), "free", prob, seconds)
+
+    def grammar(self, audio: Pcm, rate: int, phrases: list[str]) -> Recognition:
+        """The phrase of ``phrases`` the audio says; ``matched=False`` when none fits whole.
+
+        Phrases are normalised (``get_time`` is "get time"); words missing from the
+        dictionary drop their phrase.
+        """
+        seconds = speech_seconds(audio, rate)
+        usable = sorted(
+            {n for p in phrases if (n := normalize(p)) and all(map(self.known, n.split()))}
+        )
+        if seconds <= 0 or not usable:
+            return Recognition("", "grammar", 0.0, seconds, matched=False)
+        key = tuple(usable)
+        name = self._grammars.get(key)
+        if name is None:
+            name = f"g{len(self._grammars)}"
+            self._decoder.add_jsgf_string(name, jsgf(usable))
+            self._grammars[key] = name
+        self._decoder.activate_search(name)
+        found = self._decode(audio, rate)
+        if found is None:
+            return Recognition("", "grammar", 0.0, seconds, matched=False)
+        text = normalize(found[0])
+        if text in key:
+            return Recognition(text, "grammar", found[1], seconds)
+        return self._complete(text, audio, rate, key, seconds) or Recognition(
+            text, "grammar", found[1], seconds, matched=False
+        )
+
+    def _complete(
+        self, partial: str, audio: Pcm, rate: int, phrases: tuple[str, ...], seconds: float
+    ) -> Recognition | None:
+        """The one phrase continuing ``partial`` that aligns to the audio, if exactly one.
+
+        pocketsphinx's grammar search returns its best partial path when it reaches no
+        whole phrase ("call get" for "call get time" over a lossy codec); aligning each
+        phrase that continues that path tells them apart. A short phrase aligns to almost
+        any audio, so only continuations of a non-empty path are tried.
+        """
+        if not partial:
+            return None
+        fits = []
+        for phrase in phrases:
+            if phrase == partial or phrase.startswith(partial + " "):
+                aligned = self.align(audio, rate, phrase)
+                if aligned.matched:
+                    fits.append(aligned)
+        if len(fits) != 1:
+            return None
+        return Recognition(fits[0].text, "grammar", fits[0].confidence, seconds)
+
+    def align(self, audio: Pcm, rate: int, text: str) -> Recognition:
+        """Whether ``audio`` says ``text``: ``matched`` and a 0..1 ``confidence``.
+
+        Words missing from the dictionary are left out of the alignment and lower the
+        confidence by their share.
+        """
+        seconds = speech_seconds(audio, rate)
+        words = normalize(text).split()
+        usable = [w for w in words if self.known(w)]
+        if seconds <= 0 or not usable:
+            return Recognition(" ".join(words), "align", 0.0, seconds, matched=False)
+        self._decoder.set_align_text(" ".join(usable))
+        found = self._decode(audio, rate)
+        if found is None:
+            return Recognition(" ".join(words), "align", 0.0, seconds, matched=False)
+        share = len(usable) / len(words)
+        return Recognition(" ".join(words), "align", share * found[1], seconds, matched=True)
+
+    def understand(self, audio: Pcm, rate: int, phrases: list[str]) -> Recognition:
+        """A whole phrase of ``phrases`` if the audio says one, else free decoding."""
+        heard = self.grammar(audio, rate, phrases)
+        if heard.matched or heard.speech_seconds <= 0:
+            return heard
+        return self.free(audio, rate)
+
+
+__all__ = ["INSTALL_EXTRA", "Recognizer", "available", "jsgf", "load", "speech_seconds"]
