@@ -45,8 +45,9 @@ def _user_turn_ended(r: _Step, at: float, how: TurnEnd) -> int:
     book = r.internal
     n = book.user_turn
     if how == "speech" and n and book.last_turn_spoken:
-        if book.speech_pending:
-            # A pause: the user's speech goes on until its final transcript.
+        if book.speech_pending and not _reply_began(r, n, at):
+            # A pause: the user's speech goes on until its final transcript (unless the
+            # agent began to answer it meanwhile: then this speech is a turn of its own).
             r.book(user_turn_at=at)
             _bind_late(r, n, at)
             return n
@@ -67,6 +68,22 @@ def _user_turn_ended(r: _Step, at: float, how: TurnEnd) -> int:
     if how == "speech":
         _bind_late(r, n, at)
     return n
+
+
+def _reply_began(r: _Step, n: int, at: float) -> bool:
+    """Whether the agent began to answer turn ``n`` before ``at``: a line answering it
+    started, or the waterfall measuring it saw the reply's first text or audio."""
+    line_id = r.internal.last_agent_line
+    seg = r.s.segment_log.get(line_id) if line_id is not None else None
+    if seg is not None and seg.answers_turn == n and seg.started_at < at:
+        return True
+    w = r.s.latency.open
+    if w is None or w.turn != n or w.kind == "unprompted":
+        return False
+    return any(
+        mark is not None and mark <= at
+        for mark in (w.first_text_at, w.audio_received_at, w.audio_handed_at)
+    )
 
 
 def _bind_late(r: _Step, n: int, at: float) -> None:

@@ -253,7 +253,11 @@ def _on_latency_mark(r: _Step, inp: LatencyMark) -> None:
     lat = r.s.latency
     w = lat.open
     if kind == "speech_ended":
-        _user_turn_ended(r, at, "speech")
+        before = r.internal.user_turn
+        turn = _user_turn_ended(r, at, "speech")
+        repeated = turn == before and w is not None and w.kind != "unprompted"
+        if repeated and w is not None and w.turn == turn and _reply_began(w) is not None:
+            return  # the end of speech its turn already had: one turn, one waterfall
         _lat_user_turn_ended(r, "spoken", at, text_only=False)
     elif kind == "typed_sent":
         # The turn opened when the message went out; the publish completing is its end.
