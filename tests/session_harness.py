@@ -22,11 +22,11 @@ import pytest
 from livekit import rtc
 from pydantic import SecretStr
 
+from fishtalk.cli.exits import exit_code_for
 from fishtalk.cli.launch import build_session
 from fishtalk.cli.settings import Settings
 from fishtalk.core import protocol as p
 from fishtalk.core.conversation import State
-from fishtalk.core.errors import exit_code_for
 from fishtalk.engine.api import LiveKitGrant
 from fishtalk.engine.session import EndResult, Session, Timeouts
 from fishtalk.sim.fish.endpoint import AGENT_IDENTITY, DEFAULT_DEV_KEY, SessionEndpoint

@@ -11,8 +11,9 @@ import pytest
 from pydantic import BaseModel
 
 from fishtalk.cli.config import load_settings, redacted_dict
+from fishtalk.cli.exits import EXIT_USAGE, exit_code_for
 from fishtalk.cli.settings import AgentProfile, Settings
-from fishtalk.core.errors import EXIT_USAGE, ConfigError, FishtalkError, exit_code_for
+from fishtalk.core.errors import ConfigError, FishtalkError
 from fishtalk.engine import paths
 from fishtalk.engine.tools.declared import ToolDecl
 from fishtalk.engine.tools.secret_env import SECRET_ENV_NAMES, is_secret_env_name

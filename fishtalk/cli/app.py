@@ -6,7 +6,7 @@ livekit, numpy, sounddevice, httpx) at module level. Every command imports what 
 inside its body.
 
 Errors: a :class:`~fishtalk.core.errors.FishtalkError` prints one line on stderr and exits
-with the code :func:`~fishtalk.core.errors.exit_code_for` gives; a traceback only appears
+with the code :func:`~fishtalk.cli.exits.exit_code_for` gives; a traceback only appears
 with ``--debug``.
 """
 
@@ -20,8 +20,9 @@ import typer
 
 from fishtalk._version import __version__
 from fishtalk.cli.commands import agenttest, chat, config, devices, journals, session, sim, tools
+from fishtalk.cli.exits import EXIT_ERROR, EXIT_OK, exit_code_for
 from fishtalk.cli.shared import fail, state
-from fishtalk.core.errors import EXIT_ERROR, EXIT_OK, FishtalkError, exit_code_for
+from fishtalk.core.errors import FishtalkError
 
 app = typer.Typer(
     name="fishtalk",

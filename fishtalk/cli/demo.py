@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from fishtalk.core.errors import EXIT_CONNECTION, SimStartError
+from fishtalk.cli.exits import EXIT_CONNECTION
+from fishtalk.core.errors import SimStartError
 
 if TYPE_CHECKING:
     from fishtalk.cli.settings import Settings

@@ -10,13 +10,13 @@ import sys
 import threading
 from typing import TYPE_CHECKING, TextIO
 
-from fishtalk.core.errors import EXIT_CONNECTION, EXIT_INTERRUPTED
+from fishtalk.cli.exits import EXIT_CONNECTION, EXIT_INTERRUPTED, exit_code_of
 
 if TYPE_CHECKING:
     from fishtalk.cli.settings import Settings
     from fishtalk.engine.metrics import MetricsFile
     from fishtalk.engine.session import GrantSource
-from fishtalk.cli.launch import JournalChoice, attach_journal, build_session, exit_code, tool_runner
+from fishtalk.cli.launch import JournalChoice, attach_journal, build_session, tool_runner
 
 
 def wants_tui(
@@ -66,7 +66,7 @@ def run_tui(
     if note:
         session.notice(note)
     try:
-        code = run_app(
+        outcome = run_app(
             session,
             link=link,
             title=title or (settings.session.agent_id or ""),
@@ -78,7 +78,7 @@ def run_tui(
         recording.close()
         if metrics is not None:
             metrics.write(session.state)
-    return code if code is not None else EXIT_CONNECTION
+    return exit_code_of(outcome) if outcome is not None else EXIT_CONNECTION
 
 
 def run_plain(
@@ -123,7 +123,7 @@ def run_plain(
         recording.close()
         if metrics is not None:
             metrics.write(session.state)
-    return EXIT_INTERRUPTED if result is None else exit_code(result)
+    return EXIT_INTERRUPTED if result is None else exit_code_of(result)
 
 
 def run_chat(

@@ -10,10 +10,9 @@ engine. It builds, for every front end (the chat TUI, the line mode, the demo,
 - the audio backend factory (:func:`audio_factory`) and the tool runner
   (:func:`tool_runner`), whose built-ins reach the front end through a
   :class:`~fishtalk.engine.host.HostLink` (both built by :mod:`fishtalk.engine.parts`);
-- the :class:`~fishtalk.engine.session.Session` itself (:func:`build_session`);
+- the :class:`~fishtalk.engine.session.Session` itself (:func:`build_session`).
 
-and maps how a call ended to the process exit code (:func:`exit_code`, through the one
-table in :mod:`fishtalk.core.errors`).
+How a call ended becomes an exit code in :mod:`fishtalk.cli.exits`.
 
 Heavy modules (livekit, textual) are imported inside the functions that need them: the
 commands import this module lazily, but tests and benches import it directly.
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from fishtalk.core.errors import FishtalkError, exit_code_for
+from fishtalk.core.errors import FishtalkError
 
 if TYPE_CHECKING:
     from fishtalk.cli.settings import Settings
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
     from fishtalk.engine.audio.base import AudioBackend
     from fishtalk.engine.host import HostLink
     from fishtalk.engine.journal.writer import JournalWriter
-    from fishtalk.engine.session import AudioFactory, EndResult, GrantSource, Session, Timeouts
+    from fishtalk.engine.session import AudioFactory, GrantSource, Session, Timeouts
     from fishtalk.engine.tools.registry import Approver
     from fishtalk.engine.tools.runner import ToolRunner
 
@@ -276,10 +275,3 @@ def _journal_writer(
         spoken=not settings.session.text_only,
         echo=choice.events,
     )
-
-
-def exit_code(result: EndResult | None) -> int:
-    """The process exit code for how a call ended (None: it never ended, a failure)."""
-    if result is None:
-        return exit_code_for(None)
-    return exit_code_for(result.reason, result.error)

@@ -13,8 +13,8 @@ from fishtalk.cli.completion import (
     complete_output_devices,
     complete_profiles,
 )
+from fishtalk.cli.exits import EXIT_USAGE
 from fishtalk.cli.shared import fail
-from fishtalk.core.errors import EXIT_USAGE
 
 if TYPE_CHECKING:
     from fishtalk.engine.metrics import MetricsFile

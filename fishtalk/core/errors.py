@@ -2,8 +2,9 @@
 
 Every failure a user can cause or meet is a :class:`FishtalkError`: ``str(exc)`` is one
 plain sentence meant for the terminal (no traceback, no markup, never a secret). The
-exceptions carry no exit code: the table below them maps classes to codes (the column on
-the right). Programming errors stay ordinary exceptions.
+exceptions carry no exit code: the one exit-code table, at the CLI edge
+(:mod:`fishtalk.cli.exits`), maps classes to codes (the column on the right). Programming
+errors stay ordinary exceptions.
 
 ::
 
@@ -43,38 +44,14 @@ the right). Programming errors stay ordinary exceptions.
     └── SpeechUnavailableError            2  the ``speech`` extra or espeak-ng is missing
 
 The CLI catches :class:`FishtalkError` at its edge, prints ``str(exc)`` on one line and
-exits with the code :func:`exit_code_for` gives.
-
-:func:`exit_code_for` maps how a session ended (its end reason, and the error that ended
-it, if any) to the process exit code: :data:`EXIT_BY_ERROR` for errors,
-:data:`EXIT_BY_END_REASON` for end reasons. The README's exit-code table is the reference
-(a test checks both against it).
+exits with the code the one table in :mod:`fishtalk.cli.exits` gives. Front ends only need to
+know whether a call went well (:func:`ended_well`, by :data:`FAILED_END_REASONS`), never a code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
-
-EXIT_OK: Final = 0
-"""Success."""
-EXIT_ERROR: Final = 1
-"""Unexpected failure (a bug, or something no other code describes)."""
-EXIT_USAGE: Final = 2
-"""Bad flags or bad configuration."""
-EXIT_AUTH: Final = 3
-"""Refused: 401, 402 or 403."""
-EXIT_NOT_FOUND: Final = 4
-"""The agent or session does not exist, or is not usable yet (404, 409)."""
-EXIT_UNAVAILABLE: Final = 5
-"""Service or network trouble: 429, 5xx, timeouts, refused connections."""
-EXIT_REJECTED: Final = 6
-"""The request or grant was rejected: 400, 415, 422, unsupported transport, expired grant."""
-EXIT_CONNECTION: Final = 7
-"""The realtime session ended because the connection was lost or never established."""
-EXIT_INTERRUPTED: Final = 130
-"""Interrupted by the user (Ctrl-C)."""
 
 
 class FishtalkError(Exception):
@@ -315,81 +292,30 @@ class ConnectionFailedError(SessionEndedError):
 END_UNSUPPORTED_TRANSPORT: Final = "unsupported_transport"
 """The end reason of a session whose grant named a transport fishtalk cannot speak."""
 
-EXIT_BY_END_REASON: Final[Mapping[str, int]] = {
-    "user_hangup": EXIT_OK,
-    "agent_hangup": EXIT_OK,
-    "conversation_timeout": EXIT_OK,
-    "escalated": EXIT_OK,
-    "connection_lost": EXIT_CONNECTION,
-    "connection_failed": EXIT_CONNECTION,
-    "session_expired": EXIT_REJECTED,
-    END_UNSUPPORTED_TRANSPORT: EXIT_REJECTED,
-    "agent_not_public": EXIT_AUTH,
-    "origin_forbidden": EXIT_AUTH,
-    "session_request_failed": EXIT_UNAVAILABLE,
-}
-"""Exit code per end reason. A reason not listed is one the agent announced on purpose (an
-open set): a deliberate ending, so it exits 0 like the known ones."""
-
-
-EXIT_BY_ERROR: Final[tuple[tuple[type[FishtalkError], int], ...]] = (
-    (ClientConfigError, EXIT_USAGE),
-    (ConfigError, EXIT_USAGE),
-    (JournalError, EXIT_USAGE),
-    (AudioDeviceError, EXIT_USAGE),
-    (TestFileError, EXIT_USAGE),
-    (RunLimitError, EXIT_USAGE),
-    (ScenarioError, EXIT_USAGE),
-    (SimServeError, EXIT_USAGE),
-    (SpeechUnavailableError, EXIT_USAGE),
-    (SimStartError, EXIT_CONNECTION),
-    (ConnectionFailedError, EXIT_CONNECTION),
-    (SessionEndedError, EXIT_ERROR),
-    (BadRequestError, EXIT_REJECTED),
-    (AuthenticationError, EXIT_AUTH),
-    (PaymentRequiredError, EXIT_AUTH),
-    (ForbiddenError, EXIT_AUTH),
-    (NotFoundError, EXIT_NOT_FOUND),
-    (ConflictError, EXIT_NOT_FOUND),
-    (UnsupportedMediaTypeError, EXIT_REJECTED),
-    (RequestValidationError, EXIT_REJECTED),
-    (UnsupportedTransportError, EXIT_REJECTED),
-    (SessionExpiredError, EXIT_REJECTED),
-    (SessionApiError, EXIT_UNAVAILABLE),
+FAILED_END_REASONS: Final[frozenset[str]] = frozenset(
+    {
+        "connection_lost",
+        "connection_failed",
+        "session_expired",
+        END_UNSUPPORTED_TRANSPORT,
+        "agent_not_public",
+        "origin_forbidden",
+        "session_request_failed",
+    }
 )
-"""Exit code per error class, the most specific first (a subclass of a listed class takes
-its code); a :class:`FishtalkError` not listed exits 1."""
+"""The end reasons that mean the call failed. Any other reason is a deliberate ending (the
+agent's set is open); the CLI's exit-code table gives each of these its own code."""
 
 
-def exit_code_for(
-    reason: str | None, error: FishtalkError | type[BaseException] | BaseException | None = None
-) -> int:
-    """The process exit code for a session that ended with ``reason`` (and ``error``).
-
-    An error decides when there is one (a :class:`FishtalkError` by
-    :data:`EXIT_BY_ERROR`, anything else is unexpected: 1); otherwise the end reason does.
-    """
-    if error is not None:
-        cls = error if isinstance(error, type) else type(error)
-        return next((code for kind, code in EXIT_BY_ERROR if issubclass(cls, kind)), EXIT_ERROR)
-    if reason is None:
-        return EXIT_ERROR
-    return EXIT_BY_END_REASON.get(reason, EXIT_OK)
+def ended_well(reason: str | None, error: BaseException | None = None) -> bool:
+    """Whether a call that ended with ``reason`` (and ``error``) went as it should: no error,
+    and a reason that is not a failure (None: it never ended, so it did not)."""
+    return error is None and reason is not None and reason not in FAILED_END_REASONS
 
 
 __all__ = [
     "END_UNSUPPORTED_TRANSPORT",
-    "EXIT_AUTH",
-    "EXIT_BY_END_REASON",
-    "EXIT_BY_ERROR",
-    "EXIT_CONNECTION",
-    "EXIT_ERROR",
-    "EXIT_INTERRUPTED",
-    "EXIT_NOT_FOUND",
-    "EXIT_OK",
-    "EXIT_REJECTED",
-    "EXIT_UNAVAILABLE",
-    "EXIT_USAGE",
+    "FAILED_END_REASONS",
     "AgentNotPublicError",
     "AgentUnavailableError",
     "ApiConnectionError",
@@ -427,5 +353,5 @@ __all__ = [
     "UnexpectedResponseError",
     "UnsupportedMediaTypeError",
     "UnsupportedTransportError",
-    "exit_code_for",
+    "ended_well",
 ]

@@ -29,7 +29,7 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.errors import EXIT_OK, exit_code_for
+from fishtalk.core.errors import ended_well
 from fishtalk.core.talk import TalkMode
 from fishtalk.engine.system import catch_sigint
 from fishtalk.plain.chat import PlainChat, PlainHost
@@ -110,7 +110,7 @@ def run_plain(
     summary = conv.summarize(session.state.latency.turns)
     if latency or summary.measured:
         stdout.write(f"* {conv.summary_text(summary)}\n")
-    if exit_code_for(result.reason, result.error) == EXIT_OK:
+    if ended_well(result.reason, result.error):
         stdout.write(f"* {stripped(result.message)}\n")
         stdout.flush()
     else:

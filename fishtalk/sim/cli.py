@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from fishtalk.core.errors import EXIT_OK, SimServeError
+from fishtalk.core.errors import SimServeError
 
 if TYPE_CHECKING:
     from fishtalk.sim.fish.scenario import Scenario
@@ -127,13 +127,13 @@ def serve(
     out: TextIO | None = None,
     allowed_origins: Sequence[str] = (),
     agent_settings: Sequence[str] = (),
-) -> int:
-    """Run server, session endpoint and agents until SIGINT/SIGTERM; return the exit code.
+) -> None:
+    """Run server, session endpoint and agents until SIGINT/SIGTERM, then return.
 
     ``scenario`` is a TOML file or a built-in name (see
     :data:`~fishtalk.sim.fish.scenario.BUILTIN`). Raises
     :class:`~fishtalk.core.errors.FishtalkError` (one line) for a bad scenario, port or address.
-    When ``out`` closes (its reader went away), the simulator stops quietly (exit 0).
+    When ``out`` closes (its reader went away), the simulator stops quietly (returns).
     ``allowed_origins`` adds origins (``scheme://host[:port]``) a public, keyless session
     request may come from, such as a web app's dev server, to the built-in ones.
     ``agent_settings`` (``KEY=VALUE``, e.g. ``think_seconds=0.8``) replace ``[agent]``
@@ -157,7 +157,6 @@ def serve(
     # A second Ctrl-C while stopping lands here as KeyboardInterrupt: still a clean exit.
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(host, port, chosen, label, stream, allowed_origins, overrides))
-    return EXIT_OK
 
 
 __all__ = ["DEFAULT_PORT", "MAX_PORT", "SimServeError", "builtin_lines", "serve"]

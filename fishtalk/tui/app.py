@@ -27,18 +27,17 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from fishtalk.core.conversation import ErrorAdded, NoticeAdded, State, changes, initial_state
-from fishtalk.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, FishtalkError, exit_code_for
 from fishtalk.core.talk import TalkControl, TalkMode
 from fishtalk.engine.audio.base import NullAudio
 from fishtalk.tui import keys, screenshots
 from fishtalk.tui.actions import default_key, key_label, split_keys
-from fishtalk.tui.messages import SessionFinished, StateChanged
+from fishtalk.tui.messages import CallEnded, StateChanged
 from fishtalk.tui.release_keys import ANSWER_WAIT, KeyReleased, ReleaseSupport, driver_class
 from fishtalk.tui.safe import visible
 from fishtalk.tui.screens.approve import ApprovalScreen
 from fishtalk.tui.screens.ended import CallSummary, EndedScreen
 from fishtalk.tui.screens.help import HelpScreen
-from fishtalk.tui.session_like import SessionLike
+from fishtalk.tui.session_like import EndResultLike, SessionLike
 from fishtalk.tui.widgets.inspector import Inspector
 from fishtalk.tui.widgets.latency import HeardP50
 from fishtalk.tui.widgets.message_input import MessageInput, to_box
@@ -117,10 +116,11 @@ class FishtalkApp(App[int]):
         self._last_activity = float("-inf")
         self._announced: State = initial_state()
         """The state the last toasts were for (toasts announce what changed since)."""
-        self._finished: SessionFinished | None = None
+        self._finished: CallEnded | None = None
         self._summary: CallSummary | None = None
         self._quitting = False
         self._interrupted = False
+        self._stuck = False
         self.first_frame = threading.Event()
         """Set once the first frame is on the terminal (a launcher's slow work waits)."""
         self.renders = 0
@@ -295,16 +295,12 @@ class FishtalkApp(App[int]):
     async def _run_session(self) -> None:
         try:
             result = await self.session.run()
-        except FishtalkError as exc:
-            self.post_message(SessionFinished("error", exit_code_for(None, exc), str(exc)))
-            return
         except Exception as exc:  # any session crash becomes one line, no traceback
-            self.post_message(SessionFinished("error", EXIT_ERROR, f"unexpected error: {exc}"))
+            self.post_message(CallEnded(exc))
             return
-        code = exit_code_for(result.reason, result.error)
-        self.post_message(SessionFinished(result.reason, code, message=result.message))
+        self.post_message(CallEnded(result))
 
-    def on_session_finished(self, message: SessionFinished) -> None:
+    def on_call_ended(self, message: CallEnded) -> None:
         """Show the ended screen (or leave at once when quitting)."""
         if self._finished is not None:
             return
@@ -314,7 +310,7 @@ class FishtalkApp(App[int]):
         summary = CallSummary.from_state(
             self.session.state,
             reason=None if message.error else message.reason,
-            exit_code=message.exit_code,
+            ended_well=message.ended_well,
         )
         if message.error:
             summary = _with_reason_text(summary, message.error)
@@ -328,7 +324,7 @@ class FishtalkApp(App[int]):
             self.notify(visible(message.error), title="error", severity="error", markup=False)
         self.push_screen(
             EndedScreen(summary, linger=self._ended_linger),
-            callback=lambda _: self.exit(message.exit_code, return_code=message.exit_code),
+            callback=lambda _: self.exit(),
         )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -340,9 +336,22 @@ class FishtalkApp(App[int]):
         return self._finished is None or action not in _CALL_ACTIONS
 
     @property
-    def finished(self) -> SessionFinished | None:
+    def finished(self) -> CallEnded | None:
         """The session's end, once ``run()`` returned."""
         return self._finished
+
+    @property
+    def outcome(self) -> EndResultLike | BaseException | None:
+        """How the call ended, for the CLI to map to an exit code (the app picks none): the
+        session's end result or the exception that stopped it; :class:`KeyboardInterrupt`
+        after Ctrl+C; :class:`TimeoutError` when it never wound down; None while it runs."""
+        if self._interrupted:
+            return KeyboardInterrupt()
+        if self._finished is not None:
+            return self._finished.outcome
+        if self._stuck:
+            return TimeoutError("the session did not end after hanging up")
+        return None
 
     @property
     def summary(self) -> CallSummary | None:
@@ -497,13 +506,9 @@ class FishtalkApp(App[int]):
         await self.action_quit()
 
     def _leave(self) -> None:
-        if self._interrupted:
-            code = EXIT_INTERRUPTED
-        elif self._finished is not None:
-            code = self._finished.exit_code
-        else:
-            code = EXIT_ERROR  # the session never wound down within the grace period
-        self.exit(code, return_code=code)
+        if not self._interrupted and self._finished is None:
+            self._stuck = True  # the session never wound down within the grace period
+        self.exit()
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """Every chat action in the command palette, plus Textual's own."""

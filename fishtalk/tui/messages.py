@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
 from fishtalk.core.conversation import State
+from fishtalk.core.errors import FishtalkError, ended_well
+
+if TYPE_CHECKING:
+    from fishtalk.tui.session_like import EndResultLike
 
 
 class StateChanged(Message):
@@ -22,19 +28,41 @@ class StateChanged(Message):
         return isinstance(message, StateChanged)
 
 
-class SessionFinished(Message):
-    """``Session.run()`` returned: the session is over (``reason`` and ``exit_code``)."""
+class CallEnded(Message):
+    """``Session.run()`` returned or raised: the call is over, with its ``outcome``.
 
-    def __init__(
-        self, reason: str, exit_code: int, error: str | None = None, *, message: str = ""
-    ) -> None:
+    The outcome is how the call ended (the session's end result) or the exception that
+    stopped it; no exit code (the CLI edge picks one from the outcome).
+    """
+
+    def __init__(self, outcome: EndResultLike | Exception) -> None:
         super().__init__()
-        self.reason = reason
-        self.exit_code = exit_code
-        self.message = message
+        self.outcome = outcome
+
+    @property
+    def reason(self) -> str:
+        """The end reason (``error`` when the session raised)."""
+        return "error" if isinstance(self.outcome, Exception) else self.outcome.reason
+
+    @property
+    def message(self) -> str:
         """The session's one sentence about the end (may carry more than the reason)."""
-        self.error = error
+        return "" if isinstance(self.outcome, Exception) else self.outcome.message
+
+    @property
+    def error(self) -> str | None:
         """A one-line failure sentence when the session could not run at all."""
+        exc = self.outcome
+        if not isinstance(exc, Exception):
+            return None
+        return str(exc) if isinstance(exc, FishtalkError) else f"unexpected error: {exc}"
+
+    @property
+    def ended_well(self) -> bool:
+        """Whether the call went as it should (no error, not a failing end reason)."""
+        if isinstance(self.outcome, Exception):
+            return False
+        return ended_well(self.outcome.reason, self.outcome.error)
 
 
-__all__ = ["SessionFinished", "StateChanged"]
+__all__ = ["CallEnded", "StateChanged"]

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from fishtalk.engine.host import HostLink
     from fishtalk.engine.tools.registry import ApprovalRequest
     from fishtalk.tui.app import FishtalkApp
-    from fishtalk.tui.session_like import SessionLike
+    from fishtalk.tui.session_like import EndResultLike, SessionLike
 
 KeyMap = Mapping[str, str] | None
 
@@ -71,9 +71,10 @@ def run_app(
     first_frame: threading.Event | None = None,
     app_type: type[FishtalkApp] | None = None,
     talk_mode: TalkMode = "always",
-) -> int | None:
-    """Run ``session`` in the full-screen TUI, bound to ``link``; return the exit code the
-    app chose (from the one table in :mod:`fishtalk.core.errors`), None if it never chose one.
+) -> EndResultLike | BaseException | None:
+    """Run ``session`` in the full-screen TUI, bound to ``link``; return how the call ended
+    (:attr:`FishtalkApp.outcome`; the CLI maps it to an exit code), None if the app never
+    ran to an end. An app that crashed returns a :class:`RuntimeError`.
     ``first_frame`` is set once the app has drawn its first frame. ``app_type``: the app
     class (the replay's, say)."""
     from fishtalk.tui.app import FishtalkApp
@@ -94,9 +95,12 @@ def run_app(
     # below reaches the real stderr again).
     with stderr_to_log("tui"):
         app.run()
-    code = app.return_code
     report_end(app)
-    return code
+    if app.return_code is None:
+        return None
+    if app.return_code != 0:  # Textual's own code for an app that crashed
+        return RuntimeError("the app crashed")
+    return app.outcome
 
 
 def report_end(
@@ -118,11 +122,11 @@ def report_end(
         detail = f" · {summary.stats()}" if summary and summary.connected else ""
         stderr.write(f"fishtalk: interrupted; hung up{detail}\n")
     elif summary is not None:
-        out = stdout if summary.exit_code == 0 else stderr
+        out = stdout if summary.ended_well else stderr
         out.write(f"fishtalk: {summary.line()}\n")
     elif finished is not None:
         text = finished.error or finished.message or finished.reason
-        (stdout if finished.exit_code == 0 else stderr).write(f"fishtalk: {visible(text)}\n")
+        (stdout if finished.ended_well else stderr).write(f"fishtalk: {visible(text)}\n")
     else:
         return
     stdout.flush()

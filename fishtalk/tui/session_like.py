@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 class EndResultLike(Protocol):
     """How a session ended: a reason, a sentence for people, and the error that ended it.
 
-    No exit code: that is picked from the one table in :mod:`fishtalk.core.errors`.
+    No exit code: the CLI edge picks it from the one table in :mod:`fishtalk.cli.exits`.
     """
 
     @property

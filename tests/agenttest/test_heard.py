@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from fishtalk.cli.exits import exit_code_of, exit_code_of_run
 from fishtalk.core.conversation.latency import Incomplete, Waterfall
 from fishtalk.core.errors import TestFileError
 from fishtalk.sim.runner import SimInfo
 from fishtalk.workbench.agenttest.checks import check
-from fishtalk.workbench.agenttest.command import exit_code
+from fishtalk.workbench.agenttest.command import RunOutcome
 from fishtalk.workbench.agenttest.report import json_report, junit_xml, summary_lines, write_reports
 from fishtalk.workbench.agenttest.results import HeardTurn, TestResult
 from fishtalk.workbench.agenttest.runner import (
@@ -169,7 +170,7 @@ def result(run: int, *heard: float | None, budget: float | None = None) -> TestR
 
 def test_reports_carry_the_heard_figures() -> None:
     r = result(1, 0.42, None)
-    data = json.loads(json.dumps(json_report([r])))
+    data = json.loads(json.dumps(json_report([r], exit_code_of)))
     assert data["results"][0]["heard"] == [
         {"turn": "turn 1 (say 'x')", "heard_ms": 420.0, "incomplete": None, "waterfall": None},
         {
@@ -198,14 +199,14 @@ def test_p95_across_repeats_is_its_own_check() -> None:
     assert budget.passed
     assert budget.runs == 20
     assert budget.p95 == pytest.approx(0.3)
-    assert exit_code([*fast, slow]) == 0
+    assert exit_code_of_run(RunOutcome([*fast, slow])) == 0
     # Too many slow turns: the budget fails, and so does the run (exit 1), though every
     # session passed on its own.
     slower = [result(n, 0.2, 5.0, budget=1.0) for n in range(1, 4)]
     (failing,) = heard_budgets(slower)
     assert not failing.passed
     assert failing.failure == ("p95 heard within 1 s", "p95 heard: 5.000 s over 6 turn(s)")
-    assert exit_code(slower) == 1
+    assert exit_code_of_run(RunOutcome(slower)) == 1
     lines = summary_lines(slower)
     assert "FAIL t: heard p95 over 3 runs (p95 5.000 s, budget 1 s)  [t.toml]" in lines
     assert "    seen p95 heard: 5.000 s over 6 turn(s)" in lines
@@ -215,7 +216,7 @@ def test_p95_across_repeats_is_its_own_check() -> None:
     failure = case.find("failure")
     assert failure is not None
     assert failure.get("message") == "expected p95 heard within 1 s"
-    data = json.loads(json.dumps(json_report(slower)))
+    data = json.loads(json.dumps(json_report(slower, exit_code_of)))
     assert data["summary"]["heard_budgets"] == [
         {
             "name": "t",
@@ -314,7 +315,7 @@ def test_heard_figures_reach_the_json_report(sim: SimInfo, tmp_path: Path) -> No
     target = Target(None, api_url=sim.api_url, api_key=sim.dev_key)
     results = asyncio.run(run_tests([load_test(path)], target, RunOptions()))
     report = tmp_path / "report.json"
-    write_reports(results, json_path=report)
+    write_reports(results, json_path=report, code_for_error=exit_code_of)
     data = json.loads(report.read_text("utf-8"))
     (run,) = data["results"]
     heard = run["heard"]

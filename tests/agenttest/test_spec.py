@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from fishtalk.cli.exits import exit_code_for, exit_code_of, exit_code_of_run
 from fishtalk.core import conversation as conv
-from fishtalk.core.errors import RunLimitError, TestFileError, exit_code_for
+from fishtalk.core.errors import NotFoundError, RunLimitError, TestFileError
 from fishtalk.workbench.agenttest.checks import check, normalise, params_match, percentile
-from fishtalk.workbench.agenttest.command import exit_code
+from fishtalk.workbench.agenttest.command import RunOutcome
 from fishtalk.workbench.agenttest.report import json_report, junit_xml, result_lines, summary_lines
 from fishtalk.workbench.agenttest.results import Failure, SeenCall, TestResult
 from fishtalk.workbench.agenttest.runner import (
@@ -136,7 +137,8 @@ def test_reports_and_exit_codes() -> None:
         failures=[Failure("turn 1 (say 'x')", "reply contains 'y'", "reply: 'z'")],
         transcript=["you: x", "agent: z"], tool_calls=["t({}) [client]"],
     )  # fmt: skip
-    broken = TestResult("c", "c.toml", status="error", error="Agent not found", exit_code=4)
+    missing = NotFoundError("Agent not found", status=404)
+    broken = TestResult("c", "c.toml", status="error", error=str(missing), failure=missing)
     lines = result_lines(bad)
     assert lines[0].startswith("FAIL b #2 ")
     assert "  turn 1 (say 'x'): expected reply contains 'y'" in lines
@@ -146,12 +148,13 @@ def test_reports_and_exit_codes() -> None:
     assert summary_lines([good, bad])[0] == "1 passed, 1 failed, 0 errors (2 sessions)"
     suite = ET.fromstring(junit_xml([good, bad, broken]))
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
-    data = json.loads(json.dumps(json_report([good, bad])))
+    data = json.loads(json.dumps(json_report([good, bad, broken], exit_code_of)))
     assert data["results"][1]["failures"][0]["expected"] == "reply contains 'y'"
-    assert exit_code([good]) == 0
-    assert exit_code([good, bad]) == 1
-    assert exit_code([good, bad, broken]) == 4
-    assert exit_code([good], interrupted=True) == 130
+    assert [r["exit_code"] for r in data["results"]] == [None, None, 4]
+    assert exit_code_of_run(RunOutcome([good])) == 0
+    assert exit_code_of_run(RunOutcome([good, bad])) == 1
+    assert exit_code_of_run(RunOutcome([good, bad, broken])) == 4
+    assert exit_code_of_run(RunOutcome([good], interrupted=True)) == 130
 
 
 def test_live_view_shows_results_literally() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fishtalk.cli.exits import exit_code_of
 from fishtalk.sim.runner import SimInfo
 from fishtalk.workbench.agenttest.results import TestResult
 from fishtalk.workbench.agenttest.runner import RunOptions, Target, run_tests
@@ -42,7 +43,7 @@ def test_passes(results: Mapping[str, TestResult], path: Path) -> None:
 @pytest.mark.parametrize("path", FAIL, ids=lambda p: p.stem)
 def test_fails_for_its_reason(results: Mapping[str, TestResult], path: Path) -> None:
     result = results[str(path)]
-    assert result.status == "failed", result.to_dict()
+    assert result.status == "failed", result.to_dict(exit_code_of)
     wanted = markers(path, "must-fail")
     assert wanted, f"{path.name} names no `# must-fail:` reason"
     texts = [f"{f.expected} | {f.seen}" for f in result.failures]
@@ -95,5 +96,5 @@ def test_concurrency_is_bounded(sim: SimInfo) -> None:
     options = RunOptions(repeat=4, concurrency=2)
     done = asyncio.run(run_tests([test], target, options, on_start=started, on_result=finished))
     assert [r.run for r in done] == [1, 2, 3, 4]
-    assert all(r.passed for r in done), [r.to_dict() for r in done]
+    assert all(r.passed for r in done), [r.to_dict(exit_code_of) for r in done]
     assert peak[0] == 2

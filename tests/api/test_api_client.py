@@ -12,12 +12,15 @@ from api_stub import RawServer, Reply, ScriptedServer, grant_body
 from pydantic import SecretStr
 
 from fishtalk import __version__
-from fishtalk.core.errors import (
+from fishtalk.cli.exits import (
     EXIT_AUTH,
     EXIT_NOT_FOUND,
     EXIT_REJECTED,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
+    exit_code_for,
+)
+from fishtalk.core.errors import (
     AgentNotPublicError,
     AgentUnavailableError,
     ApiConnectionError,
@@ -41,7 +44,6 @@ from fishtalk.core.errors import (
     UnexpectedResponseError,
     UnsupportedMediaTypeError,
     UnsupportedTransportError,
-    exit_code_for,
 )
 from fishtalk.engine.api import LiveKitGrant, SessionClient, SessionOverrides, SessionRequest
 from fishtalk.engine.api.client import MAX_BODY_BYTES

@@ -41,7 +41,8 @@ def test_resolve_by_index_and_name(vaudio: VirtualAudio) -> None:
 
 
 def test_no_match_lists_the_choices(vaudio: VirtualAudio) -> None:
-    from fishtalk.core.errors import EXIT_USAGE, AudioDeviceError, exit_code_for
+    from fishtalk.cli.exits import EXIT_USAGE, exit_code_for
+    from fishtalk.core.errors import AudioDeviceError
     from fishtalk.engine.audio.devices import resolve_device
 
     with pytest.raises(AudioDeviceError) as caught:

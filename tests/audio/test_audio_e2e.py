@@ -18,7 +18,8 @@ from audio_signals import dominant_frequency, loud_samples, steady_frequency, to
 from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 
 from fishtalk.cli.config import load_settings
-from fishtalk.cli.launch import build_session, exit_code
+from fishtalk.cli.exits import exit_code_of
+from fishtalk.cli.launch import build_session
 from fishtalk.core.conversation import State
 from fishtalk.engine.paths import CONFIG_PATH_ENV
 from fishtalk.engine.session import Session
@@ -102,7 +103,7 @@ async def test_tone_reaches_the_agent_and_its_voice_the_speaker(vaudio: VirtualA
             await _until(session, "the agent's answer", lambda s: _agent_said(s, "hertz"))
             session.hangup()
             result = await asyncio.wait_for(run, 15)
-            assert exit_code(result) == 0
+            assert exit_code_of(result) == 0
         finally:
             recording.stop()
             if not run.done():

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from fishtalk.cli.config import load_settings
-from fishtalk.core.errors import EXIT_USAGE, ConfigError
+from fishtalk.cli.exits import EXIT_USAGE
+from fishtalk.core.errors import ConfigError
 
 Run = Callable[..., Any]  # the run_cli fixture
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fishtalk import __version__
-from fishtalk.core.errors import EXIT_AUTH, EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE
+from fishtalk.cli.exits import EXIT_AUTH, EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE
 
 Run = Callable[..., Any]  # the run_cli fixture
 

@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 import fishtalk
+from fishtalk.cli import exits
+from fishtalk.cli.exits import EXIT_BY_END_REASON, exit_code_for
 from fishtalk.core import conversation as conv
 from fishtalk.core import errors
-from fishtalk.core.errors import EXIT_BY_END_REASON, FishtalkError, exit_code_for
+from fishtalk.core.errors import FishtalkError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -138,7 +140,7 @@ def test_other_exceptions_and_no_reason_are_unexpected() -> None:
     assert exit_code_for(None) == 1
     assert exit_code_for(conv.END_USER_HANGUP, RuntimeError("bug")) == 1
     assert "unexpected error" in table[1]
-    assert "interrupted" in table[errors.EXIT_INTERRUPTED]
+    assert "interrupted" in table[exits.EXIT_INTERRUPTED]
 
 
 def test_the_scripted_session_and_the_real_one_share_the_table() -> None:
@@ -151,7 +153,7 @@ def test_the_scripted_session_and_the_real_one_share_the_table() -> None:
     session.feed(conv.ConnectFailed(at=0.0, code=errors.END_UNSUPPORTED_TRANSPORT, detail="x"))
     result = asyncio.run(session.run())
     assert result.reason == errors.END_UNSUPPORTED_TRANSPORT
-    assert exit_code_for(result.reason, result.error) == errors.EXIT_REJECTED == 6
+    assert exit_code_for(result.reason, result.error) == exits.EXIT_REJECTED == 6
 
 
 @pytest.mark.parametrize(
@@ -199,3 +201,33 @@ def test_the_tree_is_drawn_once() -> None:
     assert "SessionApiError" in (errors.__doc__ or "")
     assert "ApiTransportError" in (errors.__doc__ or "")
     assert "├──" not in (fishtalk.engine.api.__doc__ or "")
+
+
+def test_only_the_cli_edge_names_an_exit_code() -> None:
+    """One table at the CLI edge: no module outside fishtalk/cli names its constants or
+    its mapping (front ends return how a call ended; the CLI picks the code)."""
+    names = [n for n in exits.__all__ if n.startswith("EXIT_") or n.startswith("exit_code")]
+    pattern = re.compile(r"\b(" + "|".join(names) + r")\b")
+    root = Path(fishtalk.__file__).parent
+    offenders = [
+        f"{path.relative_to(root.parent)}:{number}"
+        for path in sorted(root.rglob("*.py"))
+        if root / "cli" not in path.parents
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert not offenders, offenders
+
+
+def test_failed_end_reasons_are_the_ones_with_a_failing_code() -> None:
+    """Front ends tell a good ending from a failed one without a code; the table agrees."""
+    failing = {r for r, code in EXIT_BY_END_REASON.items() if code != exits.EXIT_OK}
+    assert failing == errors.FAILED_END_REASONS
+    for reason in (*EXIT_BY_END_REASON, "agent_made_this_up", None):
+        assert errors.ended_well(reason) == (exit_code_for(reason) == exits.EXIT_OK), reason
+    assert not errors.ended_well(conv.END_USER_HANGUP, errors.ConfigError("x"))
+
+
+def test_ctrl_c_is_130() -> None:
+    assert exits.exit_code_of(KeyboardInterrupt()) == exits.EXIT_INTERRUPTED == 130
+    assert exits.exit_code_of(None) == exits.EXIT_ERROR

@@ -20,7 +20,8 @@ import pytest
 from line_mode import chat_env, start_chat
 from livekit import rtc
 
-from fishtalk.cli.launch import build_session, exit_code
+from fishtalk.cli.exits import exit_code_of
+from fishtalk.cli.launch import build_session
 from fishtalk.cli.settings import Settings
 from fishtalk.core import conversation as conv
 from fishtalk.engine.session import Session
@@ -207,7 +208,7 @@ async def test_interrupt_cuts_the_reply_on_both_sides(sim: SimHandle) -> None:
         os.close(write_end)
         if not run.done():
             run.cancel()
-    assert exit_code(result) == 0
+    assert exit_code_of(result) == 0
     cut = state.segment(reply)
     assert cut is not None
     assert cut.interrupted

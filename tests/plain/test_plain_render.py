@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import io
 
-from fishtalk.cli.launch import build_session, exit_code
+from fishtalk.cli.exits import exit_code_for, exit_code_of
+from fishtalk.cli.launch import build_session
 from fishtalk.cli.settings import Settings
 from fishtalk.core import conversation as conv
 from fishtalk.core import protocol as p
-from fishtalk.core.errors import exit_code_for
 from fishtalk.plain.chat import PlainChat, _answered
 from fishtalk.plain.render import PlainRenderer, stripped
 
@@ -157,14 +157,14 @@ async def test_hangup_before_run_ends_at_once_without_network() -> None:
     session.hangup()
     session.hangup()
     result = await asyncio.wait_for(session.run(), 5)
-    assert (result.reason, exit_code(result)) == ("user_hangup", 0)
+    assert (result.reason, exit_code_of(result)) == ("user_hangup", 0)
     assert [seg.queued for seg in session.state.transcript] == [True]
 
 
 async def test_missing_agent_id_is_a_usage_error() -> None:
     session = build_session(Settings.model_validate({"session": {"text_only": True}}))
     result = await asyncio.wait_for(session.run(), 5)
-    assert exit_code(result) == 2
+    assert exit_code_of(result) == 2
     assert "agent" in result.message
 
 
@@ -176,7 +176,7 @@ async def test_unreachable_api_is_exit_5() -> None:
         }
     )
     result = await asyncio.wait_for(build_session(settings).run(), 30)
-    assert exit_code(result) == 5
+    assert exit_code_of(result) == 5
     assert result.reason == "session_request_failed"
 
 
@@ -309,4 +309,4 @@ async def test_a_closed_output_hangs_up_the_call() -> None:
     assert session.state.ended
     assert session.state.end_reason == "user_hangup"
     result = await asyncio.wait_for(session.run(), 5)
-    assert exit_code(result) == 0
+    assert exit_code_of(result) == 0

@@ -54,7 +54,7 @@ _NO_NETWORK_SCRIPT = textwrap.dedent(
     import asyncio, subprocess, sys, time
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     from fishtalk.cli.settings import Settings
-    from fishtalk.core.errors import exit_code_for
+    from fishtalk.cli.exits import exit_code_for
     from fishtalk.cli.launch import build_session
     from fishtalk.engine.session import Timeouts
     from fishtalk.sim.runner import run_sim

@@ -8,10 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import SecretStr
 
+from fishtalk.cli.exits import exit_code_for
 from fishtalk.cli.launch import audio_factory, build_session, grant_source, session_request
 from fishtalk.cli.settings import Settings
 from fishtalk.core import conversation as conv
-from fishtalk.core.errors import ConfigError, NotFoundError, exit_code_for
+from fishtalk.core.errors import ConfigError, NotFoundError
 from fishtalk.engine.api import LiveKitGrant, SessionRequest
 from fishtalk.engine.audio.base import AudioBackend, NullAudio
 from fishtalk.engine.session import (

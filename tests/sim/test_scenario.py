@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from fishtalk.cli.exits import exit_code_for
 from fishtalk.core import protocol as p
-from fishtalk.core.errors import ScenarioError, exit_code_for
+from fishtalk.core.errors import ScenarioError
 from fishtalk.sim.fish.scenario import (
     BUILTIN,
     Raw,

@@ -11,7 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from fishtalk.core.errors import EXIT_USAGE, SpeechUnavailableError
+from fishtalk.cli.exits import EXIT_USAGE
+from fishtalk.core.errors import SpeechUnavailableError
 from fishtalk.speech import pcm, stt
 from fishtalk.speech.recognition import Recognition, normalize
 from fishtalk.speech.tts import Espeak

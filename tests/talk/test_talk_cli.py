@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from fishtalk.core.errors import EXIT_USAGE
+from fishtalk.cli.exits import EXIT_USAGE
 
 WAIT = 60.0
 

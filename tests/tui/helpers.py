@@ -19,7 +19,7 @@ from fishtalk.core.protocol import (
 )
 from fishtalk.engine.audio.base import NullAudio
 from fishtalk.tui.app import FishtalkApp
-from fishtalk.tui.messages import SessionFinished, StateChanged
+from fishtalk.tui.messages import CallEnded, StateChanged
 
 AGENT = "agent"
 USER = "user-1a2b3c4d"
@@ -121,14 +121,14 @@ class Recorder:
         self.messages: list[Message] = []
 
     def __call__(self, message: Message) -> None:
-        if isinstance(message, StateChanged | SessionFinished):
+        if isinstance(message, StateChanged | CallEnded):
             self.messages.append(message)
 
     def states(self) -> list[c.State]:
         return [m.state for m in self.messages if isinstance(m, StateChanged)]
 
-    def finished(self) -> list[SessionFinished]:
-        return [m for m in self.messages if isinstance(m, SessionFinished)]
+    def finished(self) -> list[CallEnded]:
+        return [m for m in self.messages if isinstance(m, CallEnded)]
 
 
 def make_app(session: ScriptedSession, **kw: object) -> FishtalkApp:

@@ -10,6 +10,7 @@ from rich.style import Style
 from rich.text import Text
 from support.scripted import ScriptedSession
 
+from fishtalk.cli.exits import exit_code_of
 from fishtalk.core import conversation as c
 from fishtalk.core.protocol import UserHangup, UserInterrupt, UserMessage
 from fishtalk.tui.screens.ended import EndedScreen
@@ -287,7 +288,7 @@ async def test_hangup_shows_ended_screen_then_exits() -> None:
         assert summary.reason_text == "You hung up."
         await pilot.press("q")
         await pilot.pause()
-    assert app.return_code == 0
+    assert exit_code_of(app.outcome) == 0
     assert [m.reason for m in recorder.finished()] == ["user_hangup"]
 
 
@@ -305,7 +306,7 @@ async def test_connection_lost_exit_code() -> None:
         assert app.query_one(ConnectionStatus).has_class("-ended")
         await pilot.press("enter")
         await pilot.pause()
-    assert app.return_code == 7
+    assert exit_code_of(app.outcome) == 7
 
 
 async def test_session_error_before_connect() -> None:
@@ -330,7 +331,7 @@ async def test_session_error_before_connect() -> None:
         assert app.screen.summary.reason_text == "the API key was rejected (401)"
         await pilot.press("q")
         await pilot.pause()
-    assert app.return_code == 3
+    assert exit_code_of(app.outcome) == 3
 
 
 async def test_quit_hangs_up_and_exits_without_summary() -> None:
@@ -342,7 +343,7 @@ async def test_quit_hangs_up_and_exits_without_summary() -> None:
         await pilot.pause()
         await pilot.pause(0.05)
     assert UserHangup() in sent(session)
-    assert app.return_code == 0
+    assert exit_code_of(app.outcome) == 0
 
 
 async def test_help_screen_and_question_mark_in_input() -> None:
@@ -590,8 +591,8 @@ async def test_message_sequence_ends_with_the_session_finishing() -> None:
             await pilot.pause(0.01)
         await pilot.pause()
     kinds = [type(m).__name__ for m in recorder.messages]
-    assert kinds[-1] == "SessionFinished"
-    assert kinds.count("SessionFinished") == 1
+    assert kinds[-1] == "CallEnded"
+    assert kinds.count("CallEnded") == 1
     states = recorder.states()
     assert states[-1].status == "ended"
     assert [s.status for s in states].index("connected") < len(states) - 1

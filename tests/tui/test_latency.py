@@ -235,7 +235,7 @@ def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
     for inp in connected():
         state, _ = c.reduce(state, inp)
     state = replace(state, latency=c.Latency(turns=turns))
-    summary = CallSummary.from_state(state, reason="user_hangup", exit_code=0)
+    summary = CallSummary.from_state(state, reason="user_hangup", ended_well=True)
     assert summary.latency == summarize(turns)
     heard = summary.latency_line()
     assert heard is not None
@@ -251,7 +251,7 @@ def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
     none = CallSummary.from_state(
         replace(state, latency=c.Latency(turns=(unmeasured(1, "a", "text-only"),))),
         reason="user_hangup",
-        exit_code=0,
+        ended_well=True,
     )
     assert none.latency_line() == "latency: no measured turns"
     assert "latency" not in none.line()
@@ -260,12 +260,12 @@ def test_summary_gives_p50_p95_and_the_worst_turn() -> None:
         turn=1, kind="unprompted", user_ended_at=1.0, segment_id="a1", incomplete="no user turn"
     )
     greeted = CallSummary.from_state(
-        replace(state, latency=c.Latency(turns=(greeting,))), reason="user_hangup", exit_code=0
+        replace(state, latency=c.Latency(turns=(greeting,))), reason="user_hangup", ended_well=True
     )
     assert greeted.latency is None
     # No measured turn at all: nothing about latency.
     quiet = CallSummary.from_state(
-        replace(state, latency=c.Latency()), reason="user_hangup", exit_code=0
+        replace(state, latency=c.Latency()), reason="user_hangup", ended_well=True
     )
     assert quiet.latency is None
     assert quiet.latency_line() is None

@@ -11,8 +11,9 @@ from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets import Footer, Static
 
+from fishtalk.cli.exits import EXIT_INTERRUPTED, exit_code_of
 from fishtalk.core import conversation as c
-from fishtalk.core.errors import EXIT_INTERRUPTED, AuthenticationError
+from fishtalk.core.errors import AuthenticationError
 from fishtalk.core.protocol import UserHangup
 from fishtalk.engine.session import EndResult
 from fishtalk.tui.app import FishtalkApp
@@ -98,7 +99,7 @@ async def test_ctrl_c_hangs_up_and_exits_130_without_textual_hint() -> None:
     assert UserHangup() in sent(session)
     assert session.commands.count("hangup") == 1
     assert app.interrupted
-    assert app.return_code == EXIT_INTERRUPTED
+    assert exit_code_of(app.outcome) == EXIT_INTERRUPTED
     err = io.StringIO()
     report_end(app, stdout=io.StringIO(), stderr=err)
     assert err.getvalue() == "fishtalk: interrupted; hung up · 0:09 · 1 turn · 0 tools\n"
@@ -117,7 +118,7 @@ async def test_ctrl_c_on_the_ended_screen_just_leaves_with_the_session_code() ->
         await pilot.press("ctrl+c")
         await _until_exit(pilot)
     assert not app.interrupted
-    assert app.return_code == 0
+    assert exit_code_of(app.outcome) == 0
 
 
 def test_ctrl_c_is_on_the_help_screen() -> None:

@@ -13,6 +13,7 @@ from textual import events
 from textual.pilot import Pilot
 
 from fishtalk.cli.config import load_settings
+from fishtalk.cli.exits import exit_code_of
 from fishtalk.cli.launch import build_session
 from fishtalk.core.conversation import State
 from fishtalk.engine.paths import CONFIG_PATH_ENV
@@ -199,7 +200,7 @@ async def test_conversation_tools_typed_turn_and_hangup(sim: SimHandle) -> None:
         assert screen.summary.tools == 3
         await pilot.press("q")
         await pilot.pause()
-    assert app.return_code == 0
+    assert exit_code_of(app.outcome) == 0
     assert [m.reason for m in recorder.finished()] == ["user_hangup"]
     assert session.state.status == "ended"
     (agent,) = sim.agents.values()
@@ -250,7 +251,7 @@ async def test_interrupt_reconnect_and_agent_hangup(sim: SimHandle) -> None:
         assert screen.summary.reason_text == "The agent ended the call."
         await pilot.press("enter")
         await pilot.pause()
-    assert app.return_code == 0
+    assert exit_code_of(app.outcome) == 0
     (agent,) = sim.agents.values()
     assert "received user.interrupt" in agent.journal
     statuses = [s.status for s in seen]

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fishtalk.cli.completion import complete_scenarios
+from fishtalk.cli.exits import EXIT_USAGE
 from fishtalk.cli.options import ApiUrlOption, OriginOption, PublicOption
 from fishtalk.cli.shared import fail, load, state
-from fishtalk.core.errors import EXIT_USAGE
 
 if TYPE_CHECKING:
     pass
@@ -111,7 +111,7 @@ def run_agent_tests(
         fail("--scenario needs --sim", EXIT_USAGE)
     if sim:
         from fishtalk.cli.demo import has_webrtc_network
-        from fishtalk.core.errors import EXIT_CONNECTION
+        from fishtalk.cli.exits import EXIT_CONNECTION
 
         if not has_webrtc_network():
             fail(
@@ -139,6 +139,7 @@ def run_agent_tests(
         paths, target, sim=sim, scenario=scenario, options=options,
         junit=junit, json_path=json_report, html=html_report,
     )  # fmt: skip
+    from fishtalk.cli.exits import exit_code_of, exit_code_of_run
     from fishtalk.core.text import strip
     from fishtalk.engine.native import exit_process
 
@@ -147,6 +148,8 @@ def run_agent_tests(
         from rich.console import Console
 
         console = Console(highlight=False)
-    code = run_command(command, lambda line: typer.echo(strip(line)), console=console)
+    outcome = run_command(
+        command, lambda line: typer.echo(strip(line)), code_for_error=exit_code_of, console=console
+    )
     sys.stdout.flush()
-    exit_process(code)
+    exit_process(exit_code_of_run(outcome))

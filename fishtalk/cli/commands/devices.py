@@ -1,17 +1,13 @@
 """``fishtalk devices``, ``agents`` and ``doctor``: what this machine and config offer."""
 
 import json
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
+from fishtalk.cli.exits import EXIT_ERROR
 from fishtalk.cli.options import ProfileArgument
 from fishtalk.cli.shared import load, state, target_config_path
-from fishtalk.core.errors import EXIT_ERROR
-
-if TYPE_CHECKING:
-    pass
-
 
 commands = typer.Typer()
 """This module's top-level commands (app.py registers them on the one app)."""
@@ -20,9 +16,20 @@ commands = typer.Typer()
 @commands.command("devices", short_help="List audio input and output devices.")
 def devices() -> None:
     """List audio devices: index, name, host API, channels, default rate (< > mark defaults)."""
-    from fishtalk.engine.audio.cli import print_devices
+    from fishtalk.engine.audio.devices import AudioUnavailable, format_device_table, list_devices
 
-    raise typer.Exit(print_devices())
+    try:
+        found = list_devices()
+    except AudioUnavailable as exc:
+        typer.echo(f"fishtalk: {str(exc).removeprefix('text-only: ')}", err=True)
+        raise typer.Exit(EXIT_ERROR) from None
+    typer.echo(format_device_table(found))
+    if found:
+        typer.echo(
+            "choose with [audio] input_device / output_device in the config, or "
+            "FISHTALK_AUDIO__INPUT_DEVICE / FISHTALK_AUDIO__OUTPUT_DEVICE (an index or part "
+            "of a name)"
+        )
 
 
 @commands.command("agents", short_help="List the agent profiles in the config.")

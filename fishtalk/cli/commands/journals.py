@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fishtalk.core.errors import EXIT_ERROR, EXIT_USAGE
+from fishtalk.cli.exits import EXIT_ERROR, EXIT_USAGE
 
 if TYPE_CHECKING:
     pass

@@ -1,14 +1,11 @@
 """``fishtalk sim serve``: the offline stand-in for Fish in the foreground."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from fishtalk.cli.completion import complete_scenarios
-
-if TYPE_CHECKING:
-    pass
-
+from fishtalk.cli.exits import EXIT_OK
 
 app = typer.Typer(help="The offline stand-in for Fish: LiveKit server + simulated agent.")
 
@@ -63,12 +60,13 @@ def sim_serve(
     """Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it."""
     from fishtalk.sim.cli import serve
 
-    raise typer.Exit(
-        serve(
-            host=host,
-            port=port,
-            scenario=scenario,
-            allowed_origins=allow_origin or (),
-            agent_settings=agent_setting or (),
-        )
+    serve(
+        host=host,
+        port=port,
+        scenario=scenario,
+        allowed_origins=allow_origin or (),
+        agent_settings=agent_setting or (),
     )
+    # Stopped (Ctrl-C, SIGTERM, or its reader went away): a clean end, exit 0. A bad
+    # scenario, port or address raises, and the CLI edge picks that code.
+    raise typer.Exit(EXIT_OK)

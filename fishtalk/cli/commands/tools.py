@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from fishtalk.cli.exits import EXIT_ERROR, EXIT_USAGE
 from fishtalk.cli.shared import load, run_async
-from fishtalk.core.errors import EXIT_ERROR, EXIT_USAGE
 
 if TYPE_CHECKING:
     pass

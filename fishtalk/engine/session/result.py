@@ -2,7 +2,7 @@
 
 The session never picks an exit code: an :class:`EndResult` says why the call ended (the end
 reason and, when one caused it, the error); the CLI edge maps that to a code
-(:func:`fishtalk.core.errors.exit_code_for`).
+(:mod:`fishtalk.cli.exits`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from fishtalk.core import errors
 class EndResult:
     """How a session ended: the reason, one sentence for the user, and the error (if any).
 
-    No exit code: the CLI edge derives one (:func:`fishtalk.core.errors.exit_code_for`).
+    No exit code: the CLI edge derives one (:mod:`fishtalk.cli.exits`).
     """
 
     reason: str

@@ -38,14 +38,15 @@ class CallSummary:
     tool_failures: int
     errors: int
     duration: float
-    exit_code: int
+    ended_well: bool
+    """Whether the call went as it should (else its line goes to stderr)."""
     connected: bool = True
     """Whether the session ever connected (else there is nothing to count)."""
     latency: LatencySummary | None = None
     """Heard latency over the call's turns (None: no user turn to measure from)."""
 
     @classmethod
-    def from_state(cls, state: State, *, reason: str | None, exit_code: int) -> CallSummary:
+    def from_state(cls, state: State, *, reason: str | None, ended_well: bool) -> CallSummary:
         """Summarise a (normally ended) state."""
         final_reason = reason or state.end_reason or "ended"
         # The live logs, plus what dropped off their front (the reducer counted it).
@@ -69,7 +70,7 @@ class CallSummary:
             tool_failures=failures + state.earlier_failed_tools,
             errors=len(state.errors),
             duration=state.clock.elapsed(),
-            exit_code=exit_code,
+            ended_well=ended_well,
             connected=state.clock.connected_at is not None,
             latency=summarize(turns) if any(t.kind != "unprompted" for t in turns) else None,
         )

@@ -1,7 +1,8 @@
-"""The body of ``fishtalk test``: load the files, run them, report; returns the exit code.
+"""The body of ``fishtalk test``: load the files, run them, report; returns how the run went.
 
 Output goes through the ``out``/``err`` callables the CLI passes (this module prints
-nothing itself and never exits).
+nothing itself, never exits and picks no exit code: :class:`RunOutcome` says how the run
+went and the CLI edge maps it, and the reports' per-result ``exit_code``, to codes).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fishtalk.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from fishtalk.core.errors import FishtalkError
 from fishtalk.workbench.agenttest.progress import PlainView, View
 from fishtalk.workbench.agenttest.report import summary_lines, write_reports
 from fishtalk.workbench.agenttest.results import TestResult
@@ -48,17 +49,26 @@ def load_all(files: Sequence[Path]) -> list[TestFile]:
     return [load_test(path) for path in files]
 
 
-def exit_code(results: Sequence[TestResult], *, interrupted: bool = False) -> int:
-    """0 all passed; the documented code of an API failure; 1 any failed (a heard budget
-    across runs included); 130 interrupted."""
-    if interrupted:
-        return EXIT_INTERRUPTED
-    for result in results:
-        if result.status == "error" and result.exit_code is not None:
-            return result.exit_code
-    if any(not r.passed for r in results) or any(not b.passed for b in heard_budgets(results)):
-        return EXIT_ERROR
-    return EXIT_OK
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a ``fishtalk test`` run went (the CLI edge maps it to the exit code)."""
+
+    results: Sequence[TestResult]
+    interrupted: bool = False
+    """Ctrl-C stopped the run (the open sessions were hung up)."""
+
+    @property
+    def error(self) -> FishtalkError | None:
+        """The error that kept the first errored session from running, if any."""
+        return next((r.failure for r in self.results if r.status == "error" and r.failure), None)
+
+    @property
+    def failed(self) -> bool:
+        """Whether any test failed, a heard budget across runs included."""
+        results = self.results
+        return any(not r.passed for r in results) or any(
+            not b.passed for b in heard_budgets(results)
+        )
 
 
 async def _run(
@@ -93,10 +103,15 @@ async def _run(
 
 
 def run_command(
-    command: TestCommand, out: Callable[[str], None], *, console: Console | None = None
-) -> int:
+    command: TestCommand,
+    out: Callable[[str], None],
+    *,
+    code_for_error: Callable[[BaseException], int],
+    console: Console | None = None,
+) -> RunOutcome:
     """Run ``command``, writing progress lines to ``out`` (or, given a terminal's
-    ``console``, a live display on it); the exit code. Bad files and an
+    ``console``, a live display on it); how it went. ``code_for_error``: the CLI's exit code
+    for an error, for the JSON report's ``exit_code`` field. Bad files and an
     over-the-cap run raise their :class:`~fishtalk.core.errors.FishtalkError` (exit 2) before any
     session starts."""
     tests = load_all(command.files)
@@ -114,5 +129,11 @@ def run_command(
         out(line)
     if interrupted:
         out("interrupted: the open sessions were hung up; the reports hold what finished")
-    write_reports(results, junit=command.junit, json_path=command.json_path, html=command.html)
-    return exit_code(results, interrupted=interrupted)
+    write_reports(
+        results,
+        junit=command.junit,
+        json_path=command.json_path,
+        html=command.html,
+        code_for_error=code_for_error,
+    )
+    return RunOutcome(results, interrupted)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,9 +117,14 @@ def junit_xml(results: Sequence[TestResult]) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode")
 
 
-def json_report(results: Sequence[TestResult]) -> dict[str, Any]:
-    """The results as plain JSON."""
-    return {"summary": dict(summary(results)), "results": [r.to_dict() for r in results]}
+def json_report(
+    results: Sequence[TestResult], code_for_error: Callable[[BaseException], int]
+) -> dict[str, Any]:
+    """The results as plain JSON (``code_for_error``: the CLI's code for an error)."""
+    return {
+        "summary": dict(summary(results)),
+        "results": [r.to_dict(code_for_error) for r in results],
+    }
 
 
 def write_reports(
@@ -128,12 +133,15 @@ def write_reports(
     junit: Path | None = None,
     json_path: Path | None = None,
     html: Path | None = None,
+    code_for_error: Callable[[BaseException], int],
 ) -> None:
     """Write the requested report files (``html``: the run's page, with session pages)."""
     if junit is not None:
         junit.write_text(junit_xml(results), "utf-8")
     if json_path is not None:
-        json_path.write_text(json.dumps(json_report(results), indent=2) + "\n", "utf-8")
+        json_path.write_text(
+            json.dumps(json_report(results, code_for_error), indent=2) + "\n", "utf-8"
+        )
     if html is not None:
         from fishtalk.workbench.reports.testrun import write_run_page
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
+
+from fishtalk.core.errors import FishtalkError
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
@@ -98,8 +100,9 @@ class TestResult:
     failures: list[Failure] = field(default_factory=list)
     error: str | None = None
     """Set when the session could not run (an API failure): one line."""
-    exit_code: int | None = None
-    """With ``error``: the documented exit code of that failure."""
+    failure: FishtalkError | None = None
+    """With ``error``: the exception that kept the session from running (the report's
+    ``exit_code`` is the CLI's code for it)."""
     duration: float = 0.0
     first_text: list[float] = field(default_factory=list)
     """Per ``say``/``listen`` turn: seconds until the agent's first text."""
@@ -124,8 +127,9 @@ class TestResult:
         """The test's name, with the run number when repeated."""
         return self.name if self.run == 1 else f"{self.name} #{self.run}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON."""
+    def to_dict(self, code_for_error: Callable[[BaseException], int]) -> dict[str, Any]:
+        """Plain JSON; ``code_for_error``: the CLI's exit code for :attr:`failure` (the
+        workbench picks no codes)."""
         return {
             "name": self.name,
             "path": self.path,
@@ -134,7 +138,7 @@ class TestResult:
             "duration": round(self.duration, 3),
             "failures": [f.to_dict() for f in self.failures],
             "error": self.error,
-            "exit_code": self.exit_code,
+            "exit_code": None if self.failure is None else code_for_error(self.failure),
             "first_text": [round(v, 3) for v in self.first_text],
             "heard": [h.to_dict() for h in self.heard],
             "transcript": self.transcript,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.errors import EXIT_USAGE, FishtalkError, RunLimitError, exit_code_for
+from fishtalk.core.errors import ConfigError, FishtalkError, RunLimitError, TestFileError
 from fishtalk.workbench.agenttest.checks import check
 from fishtalk.workbench.agenttest.recording import (
     Recorder,
@@ -114,8 +114,8 @@ async def run_test(
     agent_id = target.agent_id or test.agent or target.fallback_agent
     if not agent_id:
         result.status = "error"
-        result.error = "no agent id: pass --agent or set agent = ... in the file"
-        result.exit_code = EXIT_USAGE
+        result.failure = ConfigError("no agent id: pass --agent or set agent = ... in the file")
+        result.error = str(result.failure)
         return result
     recorder = Recorder()
     declared = set(test.tools)
@@ -133,8 +133,8 @@ async def run_test(
                     clips[turn.speak] = load_wav(Path(test.path).parent / turn.speak)
         except WavError as exc:
             result.status = "error"
+            result.failure = TestFileError(str(exc))
             result.error = str(exc)
-            result.exit_code = EXIT_USAGE
             return result
     try:
         if test.config_tools:
@@ -311,7 +311,7 @@ def _heard_turn(where: str, waterfall: conv.Waterfall | None) -> HeardTurn:
 def _errored(result: TestResult, exc: FishtalkError, started: float) -> TestResult:
     result.status = "error"
     result.error = str(exc)
-    result.exit_code = exit_code_for(None, exc)
+    result.failure = exc
     result.duration = time.monotonic() - started
     return result
 
