@@ -7,8 +7,7 @@
 
     async def main() -> None:
         async with AgentSession(agent_id="...", text_only=True) as session:
-            await session.send_text("Hello!")
-            reply = await session.wait_for_reply()
+            reply = await session.ask("Hello!")
             print(reply.text)
 
     asyncio.run(main())
@@ -46,6 +45,7 @@ from fishtalk.engine.aio import in_daemon_thread
 from fishtalk.engine.fanout import KINDS, EventFanout, EventStream, kind_key
 from fishtalk.engine.hardening import make_non_dumpable
 from fishtalk.engine.native import keep_sdk_logs_off_stderr, let_sdk_settle
+from fishtalk.engine.replies import ReplyTracker, is_line
 from fishtalk.engine.tools.registry import Approver, ToolContext
 from fishtalk.engine.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 
@@ -205,7 +205,8 @@ class AgentSession:
         self._run: asyncio.Task[EndResult] | None = None
         self._previous = conv.initial_state(spoken=not text_only)
         self._fanout = EventFanout()
-        self._replies: deque[conv.Segment] = deque()
+        self._replies: deque[conv.Segment] = deque()  # for wait_for_line
+        self._answers = ReplyTracker()  # for wait_for_reply
         self._closed = False
 
     # --- building the parts ------------------------------------------------------------
@@ -439,6 +440,7 @@ class AgentSession:
         assert sent.typed
         segment_id = sent.segment_id
         if not sent.queued:
+            self._answers.sent(sent)
             return sent
         event = await self.wait_for(
             lambda e: isinstance(e, conv.MessageSent) and e.segment.segment_id == segment_id
@@ -514,25 +516,56 @@ class AgentSession:
         return event
 
     async def wait_for_reply(self, timeout: float | None = None) -> conv.Segment:  # noqa: ASYNC109
-        """The agent's next complete line (``segment.text``; ``segment.interrupted`` if it
-        was cut short): the first one finished since your last :meth:`send_text` that no
-        earlier call returned. An agent that greets: call it once first to take the
-        greeting. Raises TimeoutError and :class:`SessionEndedError` like
-        :meth:`wait_for`."""
+        """The agent's reply to your last turn (typed or spoken), once complete: never
+        the greeting (also when it finishes after you sent), never a reply to an earlier
+        turn. It is complete when the agent, having said at least one line that answers
+        the turn (:attr:`~fishtalk.core.conversation.Segment.answers_turn`), is back to
+        listening with none open; several lines come joined in one segment (see
+        :mod:`fishtalk.engine.replies`). Again for the same turn: the same reply at once.
+        Before your first turn: the agent's opening lines (its greeting). Raises
+        TimeoutError and :class:`SessionEndedError` like :meth:`wait_for`."""
+        answers = self._answers
+        turn = answers.last_turn
+        reply = answers.reply_to(turn)
+        if reply is None:
+            await self.wait_for(lambda _e: answers.reply_to(turn) is not None, timeout)
+            reply = answers.reply_to(turn)
+            assert reply is not None
+        return reply
+
+    async def ask(
+        self,
+        text: str,
+        timeout: float | None = None,  # noqa: ASYNC109 - as wait_for_reply's
+        *,
+        audio: bool | None = None,
+    ) -> conv.Segment:
+        """Send ``text`` as a turn and return the agent's reply to it
+        (:meth:`send_text`, then :meth:`wait_for_reply`; ``timeout`` bounds both)."""
+        async with asyncio.timeout(timeout):
+            await self.send_text(text, audio=audio)
+            return await self.wait_for_reply()
+
+    async def wait_for_line(self, timeout: float | None = None) -> conv.Segment:  # noqa: ASYNC109
+        """The agent's next complete line, whatever it answers: the first one finished
+        since your last :meth:`send_text` that no earlier call returned, the greeting
+        included (``fishtalk test`` counts lines so). Raises like :meth:`wait_for`."""
         if self._replies:
             return self._replies.popleft()
-        await self.wait_for(_is_reply, timeout)
+        await self.wait_for(is_line, timeout)
         return self._replies.popleft()
 
     # --- dispatch ----------------------------------------------------------------------
 
     def _on_state(self, state: conv.State) -> None:
         previous, self._previous = self._previous, state
-        for event in conv.changes(previous, state):
+        events = conv.changes(previous, state)
+        self._answers.observe(state, events)
+        for event in events:
             self._dispatch(event)
 
     def _dispatch(self, event: conv.Change) -> None:
-        if _is_reply(event):
+        if is_line(event):
             assert isinstance(event, conv.SegmentFinalised)
             self._replies.append(event.segment)
         self._fanout.dispatch(event)
@@ -540,14 +573,6 @@ class AgentSession:
     def _check_not_ended(self) -> None:
         if self.state.ended:
             raise _end_error(self.end_result, self.state.end_reason)
-
-
-def _is_reply(event: conv.Change) -> bool:
-    return (
-        isinstance(event, conv.SegmentFinalised)
-        and event.segment.role == "agent"
-        and not event.segment.typed
-    )
 
 
 def _end_error(result: EndResult | None, reason: str | None = None) -> FishtalkError:

@@ -5,7 +5,8 @@ The file is opened (created, mode 0600 like the journal) before the call starts,
 path that cannot be written is a one-line error (exit 2) and not a lost measurement after
 the call. The content is :func:`fishtalk.core.conversation.metrics` of the final state: each
 closed turn's waterfall (:meth:`~fishtalk.core.conversation.Waterfall.to_dict`), each
-interrupt, and the summary (p50, p95, the worst turn).
+interrupt, and the summary (p50, p95, the worst turn). :func:`settled` is the one
+correction every front end makes to a closed turn once its line is known (see there).
 """
 
 from __future__ import annotations
@@ -13,12 +14,36 @@ from __future__ import annotations
 import json
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
 from fishtalk.core import conversation as conv
 
 _log = logging.getLogger(__name__)
+
+
+def settled(w: conv.Waterfall, line: conv.Segment | None) -> conv.Waterfall:
+    """Turn ``w`` with an honest reason, once its answering ``line`` is known.
+
+    The reducer closes a turn when the next user turn arrives, and calls a reply not yet
+    heard by then ``interrupted``; but a reply whose line then finished uncut (its audio was
+    still being paced, or there was no audio at all) was not interrupted: its reason is
+    ``no audio`` (no audio arrived) or ``not heard`` (audio arrived, never played).
+    """
+    if w.incomplete != "interrupted" or line is None or line.interrupted or not line.final:
+        return w
+    return replace(w, incomplete="no audio" if w.audio_received_at is None else "not heard")
+
+
+def settled_metrics(state: conv.State) -> dict[str, object]:
+    """:func:`fishtalk.core.conversation.metrics` of ``state``'s latency, each turn
+    :func:`settled` against its line."""
+    lat = state.latency
+    turns = tuple(
+        settled(w, state.segment(w.segment_id) if w.segment_id else None) for w in lat.turns
+    )
+    return conv.metrics(replace(lat, turns=turns))
 
 
 class MetricsFile:
@@ -49,7 +74,7 @@ class MetricsFile:
         data = {
             "schema_version": conv.SCHEMA_VERSION,
             "end_reason": state.end_reason,
-            **conv.metrics(state.latency),
+            **settled_metrics(state),
         }
         try:
             with handle:
@@ -65,4 +90,4 @@ class MetricsFile:
             handle.close()
 
 
-__all__ = ["MetricsFile"]
+__all__ = ["MetricsFile", "settled", "settled_metrics"]

@@ -14,6 +14,7 @@ from typing import Final, TextIO
 
 from fishtalk.core import conversation as conv
 from fishtalk.core.text import strip
+from fishtalk.engine.metrics import settled
 
 
 def stripped(text: str) -> str:
@@ -65,7 +66,9 @@ class PlainRenderer:
     before ``* connected``), and a line from the user's side waits while the agent is
     speaking, so the transcript reads in the order things were said. An error that is
     also why the session ended is left to the caller's closing line. With ``latency``,
-    each measured turn and interrupt gets its latency note.
+    each interrupt gets its latency note, and each reply to a user turn its note right
+    under the line that answers the turn (the waterfall's ``segment_id``, bound by the
+    reducer's one rule), held until that line is printed; the greeting gets none.
 
     A closed output (a reader that went away, as with ``| head``) is not an error: the
     renderer stops writing, sets :attr:`closed` and calls ``on_closed`` once.
@@ -94,6 +97,8 @@ class PlainRenderer:
         """The output was closed by its reader; nothing more is written."""
         self.last_sent_at: float | None = None
         """When the last typed message left (session clock)."""
+        self._notes: dict[str, conv.Waterfall] = {}
+        """Latency of turns whose answering line (the key) is not printed yet."""
 
     def render(self, state: conv.State) -> None:
         """Write whatever changed since the last call (call after every reduction)."""
@@ -104,7 +109,28 @@ class PlainRenderer:
             held, self._held = self._held, []
             for text in held:
                 self.line(text)
+        if state.ended and self._notes:
+            for segment_id in list(self._notes):
+                self._note_for(segment_id, state)
         self.flush()
+
+    def _turn_latency(self, w: conv.Waterfall, state: conv.State) -> None:
+        if w.kind == "unprompted":
+            return  # the greeting (or an unprompted line) answers no turn of the user's
+        line = state.segment(w.segment_id) if w.segment_id else None
+        if line is not None and not line.final and not line.interrupted and not state.ended:
+            self._notes[line.segment_id] = w  # printed under its line, once that is
+            return
+        self._latency_line(w, line)
+
+    def _note_for(self, segment_id: str, state: conv.State) -> None:
+        w = self._notes.pop(segment_id, None)
+        if w is not None:
+            self._latency_line(w, state.segment(segment_id))
+
+    def _latency_line(self, w: conv.Waterfall, line: conv.Segment | None) -> None:
+        note = conv.note(settled(w, line)).removeprefix("latency: ")
+        self.line(f"* latency (your turn {w.turn}): {note}")
 
     def _show(self, event: conv.Change, state: conv.State) -> None:
         if isinstance(event, conv.StatusChanged):
@@ -124,6 +150,9 @@ class PlainRenderer:
                 self._stream_agent(seg)
         elif isinstance(event, conv.SegmentFinalised):
             self._finished(event.segment, state)
+            self._note_for(event.segment.segment_id, state)
+        elif isinstance(event, conv.SegmentInterrupted):
+            self._note_for(event.segment.segment_id, state)
         elif isinstance(event, conv.ToolCardAdded):
             self.line(_tool_line(event.card))
         elif isinstance(event, conv.ToolCardChanged):
@@ -138,7 +167,7 @@ class PlainRenderer:
             self.line(f"! {stripped(error.message)}{detail}")
         elif isinstance(event, conv.TurnLatency | conv.InterruptLatency) and self._latency:
             if isinstance(event, conv.TurnLatency):
-                self.line(f"* {conv.note(event.waterfall)}")
+                self._turn_latency(event.waterfall, state)
             else:
                 self.line(f"* {conv.interrupt_note(event.interrupt)}")
 

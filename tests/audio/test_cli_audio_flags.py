@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -331,7 +332,7 @@ def test_piped_demo_reports_heard_latency_and_writes_the_metrics(
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    heard = [line for line in lines if line.startswith("* latency: heard ")]
+    heard = [line for line in lines if re.match(r"\* latency \(your turn \d+\): heard ", line)]
     assert heard, done.stdout
     assert lines[-2].startswith("* latency: p50 "), done.stdout
     assert lines[-1] == "* You hung up."

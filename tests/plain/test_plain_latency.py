@@ -45,7 +45,7 @@ async def test_latency_flag_prints_a_note_after_each_agent_turn(sim: SimHandle) 
     replies = [i for i, line in enumerate(lines) if line.startswith("agent: ")]
     assert replies, out
     note = lines[replies[0] + 1]
-    assert note.startswith("* latency: not measured — text-only (first text "), out
+    assert note.startswith("* latency (your turn 1): not measured — text-only (first text "), out
     assert note.endswith(" s)")
     assert lines[-2:] == ["* latency: no measured turns", "* You hung up."]
 

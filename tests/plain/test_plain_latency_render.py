@@ -50,9 +50,9 @@ def test_latency_notes_follow_each_agent_turn() -> None:
     lines = out.splitlines()
     first = lines.index("agent: Hi there.")
     assert lines[first + 1] == (
-        "* latency: heard 0.63 s (first text 0.70 s, client 10 ms, rtt 50 ms)"
+        "* latency (your turn 1): heard 0.63 s (first text 0.70 s, client 10 ms, rtt 50 ms)"
     )
-    assert "* latency: not measured — interrupted (first text 0.30 s)" in lines
+    assert "* latency (your turn 2): not measured — interrupted (first text 0.30 s)" in lines
     assert lines[-1] == "* interrupt: speaker silent after 60 ms, wire stopped after 200 ms"
 
 

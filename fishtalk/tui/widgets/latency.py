@@ -9,14 +9,15 @@ the state is unchanged: the widgets compare it by identity first.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from rich.text import Text
 from textual.widgets import Static
 
-from fishtalk.core.conversation import Latency, State, Waterfall
+from fishtalk.core.conversation import Latency, Segment, State, Waterfall
 from fishtalk.core.conversation.latency import badge, percentile
+from fishtalk.engine.metrics import settled
 from fishtalk.tui.safe import visible
 
 ROLLING_TURNS: Final = 10
@@ -74,28 +75,40 @@ class Badges:
     figure. A reply to a user turn always gets one (its figure, or why there is none); an
     unprompted one (the greeting) does not: there was no user turn to measure from. A turn
     the reducer no longer keeps keeps its badge (its segment may still be shown), up to
-    :data:`MAX_BADGES`.
+    :data:`MAX_BADGES`. A turn closed as ``interrupted`` while its line was still open is
+    looked at again until that line ends: a line that finished uncut was not interrupted
+    (:func:`fishtalk.engine.metrics.settled`).
     """
 
     def __init__(self) -> None:
         self.by_segment: dict[str, str] = {}
         self._turns: tuple[Waterfall, ...] = ()
         self._open: Waterfall | None = None
+        self._unsettled: dict[str, Waterfall] = {}
+        """Turns closed as interrupted whose line was still open, by segment id."""
+        self._line: Callable[[str], Segment | None] = _no_line
 
     def clear(self) -> None:
         """Forget everything (another conversation, or a replay going back)."""
         self.by_segment.clear()
         self._turns = ()
         self._open = None
+        self._unsettled.clear()
 
-    def update(self, latency: Latency) -> list[str]:
-        """Take ``latency``; the segment ids whose badge text changed."""
+    def update(
+        self, latency: Latency, line: Callable[[str], Segment | None] | None = None
+    ) -> list[str]:
+        """Take ``latency``; the segment ids whose badge text changed. ``line`` looks a
+        segment up by id (``State.segment``), to settle the reason of a finished reply."""
+        self._line = line or _no_line
         turns, open_turn = latency.turns, latency.open
+        changed: list[str] = []
+        for turn in list(self._unsettled.values()):
+            self._put(turn, changed)
         if turns is self._turns and open_turn is self._open:
-            return []
+            return changed
         fresh = new_turns(self._turns, turns)
         self._turns, self._open = turns, open_turn
-        changed: list[str] = []
         for turn in turns if fresh is None else fresh:
             self._put(turn, changed)
         if open_turn is not None and open_turn.heard is not None:
@@ -109,10 +122,22 @@ class Badges:
         sid = turn.segment_id
         if sid is None or turn.kind == "unprompted":
             return  # the agent spoke first (its greeting): no user turn, nothing to measure
-        text = badge_text(turn)
+        line = self._line(sid)
+        if turn.incomplete == "interrupted" and line is not None and not line.interrupted:
+            if line.final:
+                self._unsettled.pop(sid, None)
+            else:
+                self._unsettled[sid] = turn  # its line may yet finish uncut
+        else:
+            self._unsettled.pop(sid, None)
+        text = badge_text(settled(turn, line))
         if self.by_segment.get(sid) != text:
             self.by_segment[sid] = text
             changed.append(sid)
+
+
+def _no_line(_segment_id: str) -> Segment | None:
+    return None
 
 
 class HeardP50(Static):

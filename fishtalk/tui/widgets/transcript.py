@@ -204,7 +204,7 @@ class Transcript(TranscriptView[TranscriptItem]):
         if previous is not None and log.dropped < previous.dropped:
             previous = None  # another conversation: start again
             self._restart()
-        badged = self._badges.update(state.latency)
+        badged = self._badges.update(state.latency, state.segment)
         if (
             log is previous
             and not badged

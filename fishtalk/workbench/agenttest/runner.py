@@ -177,7 +177,7 @@ async def run_test(
                 on_session(session)
             if test.greets and test.turns[0].action != "listen":
                 try:
-                    await session.wait_for_reply(test.timeout)
+                    await session.wait_for_line(test.timeout)
                 except TimeoutError:
                     failures.append(
                         Failure(

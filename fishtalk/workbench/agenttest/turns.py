@@ -133,4 +133,4 @@ async def _interrupt(session: AgentSession, turn: Turn, timeout: float) -> None:
 
 async def _replies(session: AgentSession, count: int, timeout: float) -> None:  # noqa: ASYNC109
     for _ in range(count):
-        await session.wait_for_reply(timeout)
+        await session.wait_for_line(timeout)
