@@ -262,6 +262,28 @@ async def test_a_reader_that_goes_away_ends_the_call_cleanly(sim: SimHandle) -> 
     assert err == ""
 
 
+async def test_an_events_reader_that_goes_away_ends_the_call(sim: SimHandle) -> None:
+    """``fishtalk chat --events | head -2``: the events stream is an output like line
+    mode's stdout; once its reader is gone the call is hung up (exit 0), although stdin
+    stays open."""
+    chat = await Chat.start(sim, "chatty", "--text-only", "--events")
+    try:
+        await chat.expect('{"type":"header"')
+        agent = await _agent(sim)
+        await chat.type("hello")
+        await agent.wait_note("received user.message", within=WAIT)
+        chat._reader.cancel()
+        transport = chat.proc._transport  # type: ignore[attr-defined]
+        transport.get_pipe_transport(1).close()
+        await chat.type("are you there?")  # a record the events stream cannot deliver
+        await agent.wait_note("received user.hangup", within=WAIT)
+        code, err = await chat.finish()
+    finally:
+        await chat.close()
+    assert code == 0, err
+    assert "You hung up." in err  # the conversation's lines are on stderr with --events
+
+
 # --- mute, as the agent sees the microphone track ------------------------------------------
 
 
