@@ -18,7 +18,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Final, TextIO
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.talk import TalkControl, TalkMode
+from fishtalk.core.talk import NO_MIC, NO_MIC_TALK, TalkControl, TalkMode
 from fishtalk.plain.render import PlainRenderer, stripped
 
 if TYPE_CHECKING:
@@ -232,6 +232,8 @@ class PlainChat:
             session.interrupt()
         elif name == "/hangup":
             session.hangup()
+        elif name in ("/mute", "/unmute", "/talk") and not self._has_mic():
+            self._note(NO_MIC_TALK if name == "/talk" else NO_MIC)
         elif name == "/mute":
             session.set_muted(True)
             self._note("microphone muted")
@@ -248,6 +250,11 @@ class PlainChat:
             self._note(HELP)
         else:
             self._note(f"unknown command {stripped(text)[:40]!r}; /help lists them")
+
+    def _has_mic(self) -> bool:
+        """Whether there is a microphone to mute or talk into (as the TUI asks)."""
+        backend = self.session.audio
+        return backend is not None and backend.has_input
 
     def _note(self, text: str, *, mark: str = "*") -> None:
         for line in text.splitlines():

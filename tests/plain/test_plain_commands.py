@@ -262,6 +262,24 @@ async def test_a_reader_that_goes_away_ends_the_call_cleanly(sim: SimHandle) -> 
     assert err == ""
 
 
+async def test_without_a_microphone_mute_and_talk_say_so(sim: SimHandle) -> None:
+    """No audio devices: ``/mute``, ``/unmute`` and ``/talk`` say there is no microphone
+    (as the TUI does), never ``microphone muted`` or ``TALKING``."""
+    chat = await Chat.start(sim, "quiet", "--text-only")
+    try:
+        await chat.expect("* connected")
+        for command in ("/mute", "/unmute", "/talk"):
+            await chat.type(command)
+        await chat.type("/hangup")
+        code, err = await chat.finish()
+    finally:
+        await chat.close()
+    assert code == 0, err
+    assert chat.lines.count("* There is no microphone: nothing to mute (type your messages).") == 2
+    assert "* There is no microphone to talk into (type your messages)." in chat.lines
+    assert not [line for line in chat.lines if "TALKING" in line or "muted" in line]
+
+
 async def test_an_events_reader_that_goes_away_ends_the_call(sim: SimHandle) -> None:
     """``fishtalk chat --events | head -2``: the events stream is an output like line
     mode's stdout; once its reader is gone the call is hung up (exit 0), although stdin
