@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from fishtalk.cli.options import PlainOption
 from fishtalk.core.errors import EXIT_ERROR, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -146,10 +147,7 @@ def replay(
             help="Play N times as fast (0: print everything at once).",
         ),
     ] = 1.0,
-    plain: Annotated[
-        bool,
-        typer.Option("--plain", help="Line mode even on a terminal (automatic when piped)."),
-    ] = False,
+    plain: PlainOption = False,
 ) -> None:
     """Play a past session back with its original timing, read-only: no network, no audio.
     The TUI on a terminal (Space pauses, n jumps to the next turn, Left/Right seek 10 s,
