@@ -267,7 +267,7 @@ def _journal_writer(
 
     if path is None and choice.events is None:
         return None
-    return parts.open_journal(
+    writer = parts.open_journal(
         session,
         path,
         agent_id=settings.session.agent_id,
@@ -275,3 +275,7 @@ def _journal_writer(
         spoken=not settings.session.text_only,
         echo=choice.events,
     )
+    if writer is not None and choice.events is not None:
+        # ``--events | head``: the reader went away, so hang up, as line mode does (exit 0).
+        writer.when_echo_closed(session.hangup)
+    return writer

@@ -276,6 +276,17 @@ TalkModeOption = Annotated[
         "toggle where the terminal cannot report key releases).",
     ),
 ]
+TextOnlyOption = Annotated[
+    bool,
+    typer.Option(
+        "--text-only",
+        help="Like --no-audio, and typed turns ask for text replies (session.text_only).",
+    ),
+]
+PlainOption = Annotated[
+    bool,
+    typer.Option("--plain", help="Line mode even on a terminal (automatic when piped)."),
+]
 NoAudioOption = Annotated[
     bool,
     typer.Option(

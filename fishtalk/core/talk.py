@@ -30,6 +30,10 @@ TalkMode = Literal["always", "toggle", "push"]
 TALK_MODES: Final[tuple[TalkMode, ...]] = ("always", "toggle", "push")
 """Every talk mode, in the order the help lists them."""
 
+NO_MIC: Final = "There is no microphone: nothing to mute (type your messages)."
+"""What mute says when there is no microphone (the TUI's toast, line mode's /mute)."""
+NO_MIC_TALK: Final = "There is no microphone to talk into (type your messages)."
+"""What the talk key (``/talk``) says when there is no microphone."""
 NO_RELEASE: Final = (
     "This terminal does not report key releases, so push-to-talk cannot work here: "
     "{key} now toggles the microphone instead (press to talk, press again to stop)."
@@ -278,6 +282,8 @@ class KittyKeys:
 
 __all__ = [
     "ASK_FOR_RELEASES",
+    "NO_MIC",
+    "NO_MIC_TALK",
     "NO_RELEASE",
     "REPORT_EVENT_TYPES",
     "TALK_MODES",

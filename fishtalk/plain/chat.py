@@ -14,10 +14,11 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Final, TextIO
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.talk import TalkControl, TalkMode
+from fishtalk.core.talk import NO_MIC, NO_MIC_TALK, TalkControl, TalkMode
 from fishtalk.plain.render import PlainRenderer, stripped
 
 if TYPE_CHECKING:
@@ -35,8 +36,9 @@ commands:
 anything else is sent to the agent as a typed message
 at a tool's [y/N] question only y or n answers it; other lines still go to the agent"""
 
-EOF_QUIET: Final = 1.5
-"""After end of input: seconds of quiet (reply finished, agent listening) before hanging up."""
+EOF_SETTLE: Final = 0.4
+"""After end of input: seconds the agent stays listening, the last turn answered, before
+the hang-up (a reply in several lines may pause between them)."""
 EOF_MAX_WAIT: Final = 60.0
 """After end of input: the longest wait for the agent's reply before hanging up anyway."""
 
@@ -230,6 +232,8 @@ class PlainChat:
             session.interrupt()
         elif name == "/hangup":
             session.hangup()
+        elif name in ("/mute", "/unmute", "/talk") and not self._has_mic():
+            self._note(NO_MIC_TALK if name == "/talk" else NO_MIC)
         elif name == "/mute":
             session.set_muted(True)
             self._note("microphone muted")
@@ -247,13 +251,21 @@ class PlainChat:
         else:
             self._note(f"unknown command {stripped(text)[:40]!r}; /help lists them")
 
+    def _has_mic(self) -> bool:
+        """Whether there is a microphone to mute or talk into (as the TUI asks)."""
+        backend = self.session.audio
+        return backend is not None and backend.has_input
+
     def _note(self, text: str, *, mark: str = "*") -> None:
         for line in text.splitlines():
             self.renderer.line(f"{mark} {line}")
         self.renderer.flush()
 
     async def _hangup_when_answered(self) -> None:
-        """End of input: let the agent answer what was sent, then hang up."""
+        """End of input: hang up once the agent has answered the last typed turn and is
+        listening (held for :data:`EOF_SETTLE`, so a reply in several lines is not cut
+        between them). Lines that answer no turn (a tour, an idle prompt) are not waited
+        for. After :data:`EOF_MAX_WAIT` it hangs up anyway, and a line it cuts says so."""
         session = self.session
         loop = asyncio.get_running_loop()
         deadline = loop.time() + EOF_MAX_WAIT
@@ -265,21 +277,30 @@ class PlainChat:
                 now = loop.time()
                 if _answered(session.state, self.renderer.last_sent_at):
                     quiet_since = quiet_since if quiet_since is not None else now
-                    if now - quiet_since >= EOF_QUIET:
+                    if now - quiet_since >= EOF_SETTLE:
                         break
                 else:
                     quiet_since = None
                 changed.clear()
-                wait = EOF_QUIET if quiet_since is not None else deadline - now
+                wait = EOF_SETTLE if quiet_since is not None else deadline - now
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), max(0.05, min(wait, EOF_QUIET)))
+                    await asyncio.wait_for(changed.wait(), max(0.05, min(wait, EOF_SETTLE)))
         finally:
             remove()
-        session.hangup()
+        self.hang_up()
+
+    def hang_up(self) -> None:
+        """Hang up; a line the agent is still saying is interrupted first, so it is printed
+        (and journaled) as cut, never as if it were finished."""
+        if not self.session.state.ended and _agent_line_open(self.session.state):
+            self.session.interrupt()
+        self.session.hangup()
 
 
 def _answered(state: conv.State, sent_at: float | None) -> bool:
-    """Every typed turn left, the agent replied after the last one, and it is quiet now.
+    """Every typed turn left, the agent's reply to the last one began, and no agent line
+    is being said or played now. An agent that goes on thinking on its own (a tour's next
+    step) has answered: only its unprompted lines would follow.
 
     Cheap: it looks only at the segments since ``sent_at``, newest first."""
     if state.ended:
@@ -288,7 +309,13 @@ def _answered(state: conv.State, sent_at: float | None) -> bool:
         return False
     if sent_at is not None and not _agent_spoke_since(state, sent_at):
         return False
-    return state.mode == "listening" and state.agent_state not in ("thinking", "speaking")
+    return state.agent_state != "speaking" and not _agent_line_open(state)
+
+
+def _agent_line_open(state: conv.State) -> bool:
+    """Whether the agent is in the middle of a line (the newest few segments: open ones
+    are the newest)."""
+    return any(seg.role == "agent" and seg.open for seg in islice(reversed(state.segment_log), 8))
 
 
 def _agent_spoke_since(state: conv.State, at: float) -> bool:
@@ -317,4 +344,4 @@ class PlainHost:
         return await self._chat.approve(request)
 
 
-__all__ = ["EOF_MAX_WAIT", "EOF_QUIET", "HELP", "PlainChat", "PlainHost"]
+__all__ = ["EOF_MAX_WAIT", "EOF_SETTLE", "HELP", "PlainChat", "PlainHost"]

@@ -9,8 +9,8 @@ before it reaches the terminal.
 
 Input: each stdin line is a typed turn; lines starting with ``/`` are commands (see
 :data:`fishtalk.plain.chat.HELP`). End of input waits for the agent to answer what was
-sent, then hangs up, so ``printf 'hello\\n' | fishtalk chat --plain`` prints the reply and
-exits 0.
+sent (and stop speaking), then hangs up, so ``printf 'hello\\n' | fishtalk chat --plain``
+prints the reply and exits 0. A line that a hang-up cuts ends with ``[interrupted]``.
 
 This module runs the loop (:func:`run_plain`); :mod:`fishtalk.plain.render` draws the
 lines and :mod:`fishtalk.plain.chat` reads the keyboard.
@@ -87,7 +87,7 @@ def run_plain(
             nonlocal interrupted
             interrupted = True
             release_sigint()
-            session.hangup()
+            chat.hang_up()  # a line the agent is saying is printed as cut
 
         # Unix: the loop's signal handler; Windows: signal.signal (see fishtalk.engine.system).
         release_sigint = catch_sigint(loop, on_sigint)

@@ -27,7 +27,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from fishtalk.core.conversation import ErrorAdded, NoticeAdded, State, changes, initial_state
-from fishtalk.core.talk import TalkControl, TalkMode
+from fishtalk.core.talk import NO_MIC, NO_MIC_TALK, TalkControl, TalkMode
 from fishtalk.engine.audio.base import NullAudio
 from fishtalk.tui import keys, screenshots
 from fishtalk.tui.actions import default_key, key_label, split_keys
@@ -53,8 +53,6 @@ QUIT_GRACE = 5.0
 
 _T = TypeVar("_T")
 
-NO_MIC = "There is no microphone: nothing to mute (type your messages)."
-NO_MIC_TALK = "There is no microphone to talk into (type your messages)."
 NO_SPEAKER = "There is no audio output: replies are shown as text."
 
 TALK_HELP = {

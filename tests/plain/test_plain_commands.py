@@ -237,12 +237,24 @@ async def test_a_typed_line_prints_once_after_connected(sim: SimHandle) -> None:
     assert lines.count("* You hung up.") == 1
 
 
-async def test_a_reader_that_goes_away_ends_the_call_cleanly(sim: SimHandle) -> None:
-    """``fishtalk chat --plain | head -3``: once stdout is closed the call is hung up, and
-    the process exits 0 with nothing on stderr."""
-    chat = await Chat.start(sim, "chatty", "--text-only")
+@pytest.mark.parametrize(
+    ("extra", "first", "stderr"),
+    [
+        pytest.param((), "* connected", "", id="plain"),
+        # The events stream is an output like line mode's stdout; the conversation's lines
+        # are on stderr with --events.
+        pytest.param(("--events",), '{"type":"header"', "* You hung up.\n", id="events"),
+    ],
+)
+async def test_a_reader_that_goes_away_ends_the_call_cleanly(
+    sim: SimHandle, extra: tuple[str, ...], first: str, stderr: str
+) -> None:
+    """``fishtalk chat --plain | head -3`` (or ``--events | head -2``): once stdout is
+    closed the call is hung up although stdin stays open, and the process exits 0 with
+    nothing more on stderr."""
+    chat = await Chat.start(sim, "chatty", "--text-only", *extra)
     try:
-        await chat.expect("* connected")
+        await chat.expect(first)
         agent = await _agent(sim)
         # A text-only call negotiates its publishing side on its first packet (seconds on a
         # loaded machine): done before the reader goes, so what is timed below is the
@@ -260,7 +272,25 @@ async def test_a_reader_that_goes_away_ends_the_call_cleanly(sim: SimHandle) -> 
     finally:
         await chat.close()
     assert code == 0, err
-    assert err == ""
+    assert err.endswith(stderr) if stderr else err == "", err
+
+
+async def test_without_a_microphone_mute_and_talk_say_so(sim: SimHandle) -> None:
+    """No audio devices: ``/mute``, ``/unmute`` and ``/talk`` say there is no microphone
+    (as the TUI does), never ``microphone muted`` or ``TALKING``."""
+    chat = await Chat.start(sim, "quiet", "--text-only")
+    try:
+        await chat.expect("* connected")
+        for command in ("/mute", "/unmute", "/talk"):
+            await chat.type(command)
+        await chat.type("/hangup")
+        code, err = await chat.finish()
+    finally:
+        await chat.close()
+    assert code == 0, err
+    assert chat.lines.count("* There is no microphone: nothing to mute (type your messages).") == 2
+    assert "* There is no microphone to talk into (type your messages)." in chat.lines
+    assert not [line for line in chat.lines if "TALKING" in line or "muted" in line]
 
 
 # --- mute, as the agent sees the microphone track ------------------------------------------

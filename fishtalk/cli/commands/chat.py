@@ -23,6 +23,7 @@ from fishtalk.cli.options import (
     NoJournalOption,
     OriginOption,
     OutputDeviceOption,
+    PlainOption,
     ProfileArgument,
     PublicOption,
     RecordAudioOption,
@@ -31,6 +32,7 @@ from fishtalk.cli.options import (
     SessionNameOption,
     SystemPromptOption,
     TalkModeOption,
+    TextOnlyOption,
     TimezoneOption,
     ToolEventsOption,
     VarOption,
@@ -71,6 +73,8 @@ def demo(
             autocompletion=complete_scenarios,
         ),
     ] = "demo",
+    text_only: TextOnlyOption = False,
+    plain: PlainOption = False,
     input_device: InputDeviceOption = None,
     output_device: OutputDeviceOption = None,
     no_audio: NoAudioOption = False,
@@ -85,7 +89,11 @@ def demo(
     """Talk to a simulated agent running on this machine (no account needed)."""
     from fishtalk.engine.audio.preflight import check_named_devices
 
-    audio = audio_overrides(input_device, output_device, no_audio, talk_mode)
+    audio: dict[str, Any] = {
+        "session.text_only": True if text_only else None,
+        "ui.plain": True if plain else None,
+        **audio_overrides(input_device, output_device, no_audio, talk_mode),
+    }
     check_named_devices(load(audio))  # a device that matches nothing: exit 2 before the sim
 
     def load_with_audio(overrides: dict[str, Any]) -> "Settings":
@@ -127,21 +135,12 @@ def chat(
     api_url: ApiUrlOption = None,
     public: PublicOption = None,
     origin: OriginOption = None,
-    text_only: Annotated[
-        bool,
-        typer.Option(
-            "--text-only",
-            help="Like --no-audio, and typed turns ask for text replies (session.text_only).",
-        ),
-    ] = False,
+    text_only: TextOnlyOption = False,
     input_device: InputDeviceOption = None,
     output_device: OutputDeviceOption = None,
     no_audio: NoAudioOption = False,
     talk_mode: TalkModeOption = None,
-    plain: Annotated[
-        bool,
-        typer.Option("--plain", help="Line-oriented output (automatic when stdout is no TTY)."),
-    ] = False,
+    plain: PlainOption = False,
     language: LanguageOption = None,
     timezone: TimezoneOption = None,
     voice: VoiceOption = None,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fishtalk.cli.exits import EXIT_ERROR, EXIT_USAGE
+from fishtalk.cli.options import PlainOption
 
 if TYPE_CHECKING:
     pass
@@ -146,10 +147,7 @@ def replay(
             help="Play N times as fast (0: print everything at once).",
         ),
     ] = 1.0,
-    plain: Annotated[
-        bool,
-        typer.Option("--plain", help="Line mode even on a terminal (automatic when piped)."),
-    ] = False,
+    plain: PlainOption = False,
 ) -> None:
     """Play a past session back with its original timing, read-only: no network, no audio.
     The TUI on a terminal (Space pauses, n jumps to the next turn, Left/Right seek 10 s,

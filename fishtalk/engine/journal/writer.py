@@ -142,6 +142,9 @@ class JournalWriter:
         self.dropped = 0
         self.written = 0
         self._echo = echo
+        self.echo_closed = False
+        """The echo's reader went away (``--events | head``): nothing more is echoed."""
+        self._on_echo_closed: Callable[[], None] | None = None
         self._levels = levels
         self._items: deque[tuple[float, Observation | dict[str, Any]]] = deque()
         self._max = queue_size
@@ -209,6 +212,13 @@ class JournalWriter:
             self.dropped += 1
         else:
             self._items.append((self._clock(), record))
+
+    def when_echo_closed(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the echo's reader goes away (at once if it has already);
+        it runs on the writer thread, so it must be safe from any thread."""
+        self._on_echo_closed = callback
+        if self.echo_closed:
+            callback()
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Write what is queued, a ``closed`` record, and close the file; safe twice."""
@@ -294,15 +304,30 @@ class JournalWriter:
             self._file.write(line + "\n")
         self.written += 1
         if self._echo is not None:
-            with contextlib.suppress(Exception):
+            try:
                 self._echo.write(line + "\n")
+            except (OSError, ValueError):
+                self._echo_gone()
 
     def _flush(self) -> None:
         if self._file is not None:
             self._file.flush()
         if self._echo is not None:
-            with contextlib.suppress(Exception):
+            try:
                 self._echo.flush()
+            except (OSError, ValueError):
+                self._echo_gone()
+
+    def _echo_gone(self) -> None:
+        """The echo failed (EPIPE, a closed file): its reader went away, as line mode's
+        does with ``| head``. Stop echoing (the file journal goes on) and say so once."""
+        self._echo = None
+        if self.echo_closed:
+            return
+        self.echo_closed = True
+        if self._on_echo_closed is not None:
+            with contextlib.suppress(Exception):
+                self._on_echo_closed()
 
 
 __all__ = [

@@ -147,8 +147,11 @@ class Session(Room):
         self._feed(conv.SetSpoken(spoken=spoken, at=self._clock()))
 
     def hangup(self) -> None:
-        """End the session: ``user.hangup``, then disconnect. Safe to call twice."""
-        self._feed(conv.Hangup(at=self._clock()))
+        """End the session: ``user.hangup``, then disconnect. Safe to call twice, and from
+        any thread (a journal echo whose reader went away hangs up from its writer thread)."""
+        if self._state.ended:
+            return
+        self._call_soon(lambda: self._feed(conv.Hangup(at=self._clock())))
 
     def notice(self, text: str) -> None:
         """Show ``text`` as a notice in the conversation (e.g. what a launcher does before
