@@ -19,7 +19,12 @@ from fishtalk.workbench.agenttest.spec import Expect, load_test
 from .conftest import EXAMPLES, FILES, markers
 
 # One worker runs the whole module: the suite's sessions are run once, by one fixture.
-pytestmark = [pytest.mark.webrtc, pytest.mark.xdist_group("agenttest-suite")]
+# The module fixture runs every file (36 sessions, four at a time) before the first test.
+pytestmark = [
+    pytest.mark.webrtc,
+    pytest.mark.xdist_group("agenttest-suite"),
+    pytest.mark.timeout(300),
+]
 
 PASS = [*sorted((FILES / "pass").glob("*.toml")), EXAMPLES / "support.toml"]
 FAIL = sorted((FILES / "fail").glob("*.toml"))
