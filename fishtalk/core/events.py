@@ -3,12 +3,14 @@ journal.
 
 These are the typed events :func:`fishtalk.core.conversation.changes` yields (defined once, in
 :mod:`fishtalk.core.conversation.changes`), re-exported here for users of
-:class:`fishtalk.AgentSession`. Each is a frozen dataclass with a stable snake_case
-``kind`` and a ``to_dict()`` that is plain JSON; :data:`SCHEMA_VERSION` is bumped when a
-field changes incompatibly.
+:class:`fishtalk.AgentSession`. Each is a frozen dataclass with a ``type`` field (a stable
+snake_case literal, also on the class as ``kind``) and an ``at`` field (seconds on the
+session's monotonic clock: when the reducer input that caused it came). ``to_dict()`` /
+``to_json()`` give plain JSON and :func:`event_from_dict` / :func:`event_from_json` read it
+back to an equal event; :data:`SCHEMA_VERSION` is bumped when a field changes incompatibly.
 
 ========================  ==================================  ================================
-kind                      class                               web SDK
+type                      class                               web SDK
 ========================  ==================================  ================================
 ``status_change``         :class:`StatusChanged`              statusChange (connect/connected,
                                                               reconnecting, ended)
@@ -85,12 +87,13 @@ from fishtalk.core.conversation import (
     TurnLatency,
     Waterfall,
 )
+from fishtalk.core.conversation.changes import event_from_dict, event_from_json
 
 Event = Change
 """Any event (a union of the classes below)."""
 
 KINDS: Final[frozenset[str]] = frozenset(t.kind for t in CHANGE_TYPES)
-"""Every event kind."""
+"""Every event ``type`` name (``status_change``, ``segment_finalised``, ``ended``, ...)."""
 
 EVENT_TYPES: Final = CHANGE_TYPES
 """Every event class, in the order of the table above."""
@@ -125,4 +128,6 @@ __all__ = [
     "ToolCardChanged",
     "TurnLatency",
     "Waterfall",
+    "event_from_dict",
+    "event_from_json",
 ]

@@ -14,16 +14,14 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any
 
 from fishtalk.core import conversation as conv
+from fishtalk.core.events import KINDS
 
 _log = logging.getLogger("fishtalk.agent_session")
 
 Callback = Callable[[Any], object]
-
-KINDS: Final[frozenset[str]] = frozenset(t.kind for t in conv.CHANGE_TYPES)
-"""Every event kind (``status_change``, ``segment_finalised``, ``ended``, ...)."""
 
 
 def kind_key(kind: str | type[Any]) -> str | None:

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from fishtalk.cli.app import main
+from fishtalk.core import conversation as conv
 from fishtalk.core.errors import JournalError
-from fishtalk.engine.journal.reader import read_journal, summarize_journal
+from fishtalk.engine.journal import JOURNAL_VERSION
+from fishtalk.engine.journal.reader import change_events, read_journal, summarize_journal
 from fishtalk.workbench.journal.export import FORMATS, render
 
 HERE = Path(__file__).parent
@@ -225,6 +227,30 @@ def test_replay_prints_the_session_as_line_mode_did(capsys: pytest.CaptureFixtur
     assert "you> hello journal" in out
     assert "[tool] lookup_weather (webhook) completed in 0.1 s" in out
     assert out.splitlines()[-1] == "* You hung up."
+
+
+def test_a_version_1_journal_still_reads_exports_and_replays(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The fixture was written before events had ``type``/``at`` (journal version 1,
+    schema 1): it reads, its change records read back as typed events, and it exports and
+    replays exactly as its goldens say."""
+    journal = read_journal(FIXTURE)
+    assert journal.header["version"] == 1 < JOURNAL_VERSION
+    assert journal.header["schema_version"] == 1 < conv.SCHEMA_VERSION
+    assert journal.damage is None
+    records = [r for r in journal.records if r["type"] == "change"]
+    events = change_events(journal)
+    assert len(events) == len(records) > 0
+    assert [e.type for e in events] == [r["kind"] for r in records]
+    assert [e.at for e in events] == [r["t"] for r in records]
+    assert isinstance(events[-1], conv.Ended)
+    summary = summarize_journal(journal)
+    for fmt in FORMATS:
+        assert render(summary, fmt) == (GOLDEN / f"everything.{fmt}").read_text(encoding="utf-8")
+    code, out, _ = run(capsys, "replay", str(FIXTURE), "--speed", "0")
+    assert code == 0
+    assert out == (GOLDEN / "everything.replay.txt").read_text(encoding="utf-8")
 
 
 def test_replay_keeps_the_original_timing_scaled_by_speed() -> None:

@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+from fishtalk.core.events import SCHEMA_VERSION
+from fishtalk.engine.journal import JOURNAL_VERSION
+from fishtalk.engine.journal.reader import change_events, read_journal
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.runner import SimHandle, run_sim
 
@@ -130,7 +133,8 @@ async def test_a_session_writes_a_complete_private_journal(sim: SimHandle, tmp_p
     head = recs[0]
     assert head["type"] == "header"
     assert head["format"] == "fishtalk-journal"
-    assert head["version"] == 1
+    assert head["version"] == JOURNAL_VERSION == 2
+    assert head["schema_version"] == SCHEMA_VERSION
     assert head["agent_id"] == "everything"
     assert head["fishtalk_version"]
     assert head["protocol_version"]
@@ -161,6 +165,8 @@ async def test_a_session_writes_a_complete_private_journal(sim: SimHandle, tmp_p
         "tool_finished",
     } <= kinds, kinds
     changes = {r.get("kind") for r in recs if r["type"] == "change"}
+    events = change_events(read_journal(path))  # every change record is a typed event
+    assert {e.type for e in events} == changes
     assert {"status_change", "segment_opened", "message_sent", "tool_card_added", "ended"} <= (
         changes
     )
@@ -184,7 +190,6 @@ async def test_a_session_writes_a_complete_private_journal(sim: SimHandle, tmp_p
     assert end["reason"] in ("agent_hangup", "user_hangup")  # EOF hangs up once answered
 
     # Played back, the journal prints what line mode printed live.
-    from fishtalk.engine.journal.reader import read_journal
     from fishtalk.plain.replay import play_plain
 
     replayed = io.StringIO()

@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from fishtalk.core import conversation as conv
+from fishtalk.core.events import KINDS
 from fishtalk.core.protocol import ClientToolCall
 from fishtalk.engine import observe
 from fishtalk.engine.audio.base import AudioLevels
+from fishtalk.engine.journal import JOURNAL_VERSION
+from fishtalk.engine.journal.reader import change_events, read_journal
 from fishtalk.engine.journal.writer import JournalWriter, Retention, journal_files, prune
 from fishtalk.engine.tools.registry import ApprovalRequest
 from fishtalk.engine.tools.runner import ToolOutcome
@@ -52,7 +55,7 @@ def test_header_times_and_mode(tmp_path: Path) -> None:
     assert head["type"] == "header"
     assert head["agent_id"] == "agent-1"
     assert head["session_id"] is None
-    assert head["version"] == 1
+    assert head["version"] == JOURNAL_VERSION == 2
     assert head["schema_version"] == conv.SCHEMA_VERSION
     assert head["wall"] == 1_700_000_000.0
     assert recs[1] == {
@@ -88,6 +91,26 @@ def test_states_become_typed_change_records(tmp_path: Path) -> None:
     assert "segment_opened" in kinds
     opened = next(r for r in changes if r["kind"] == "segment_opened")
     assert opened["segment"]["text"] == "hello"
+
+
+def test_change_records_carry_the_events_own_time_and_read_back(tmp_path: Path) -> None:
+    """A change record's ``t`` is its event's ``at`` (not when the writer took it), and the
+    records read back as the very events the session's states yield."""
+    path = tmp_path / "j.jsonl"
+    writer = JournalWriter(path, agent_id=None, clock=lambda: 0.5, wall=lambda: 1000.0)
+    previous = state = conv.initial_state(spoken=False)
+    expected: list[conv.Change] = []
+    for inp in (conv.Connected(local_identity="me", at=1.0), conv.SendText("hi", at=2.25)):
+        state, _ = conv.reduce(state, inp)
+        writer.observe(observe.Reduced(state, inp.at))
+        expected += conv.changes(previous, state, at=inp.at - 0.5)
+        previous = state
+    writer.close()
+    records = [r for r in read(path) if r["type"] == "change"]
+    assert [r["t"] for r in records] == [e.at for e in expected]
+    assert {r["t"] for r in records} == {0.5, 1.75}
+    assert all("at" not in r and r["kind"] in KINDS for r in records)
+    assert change_events(read_journal(path)) == expected
 
 
 def test_a_full_queue_drops_and_counts_without_blocking(tmp_path: Path) -> None:
@@ -172,6 +195,9 @@ CRASH = """
 import json, os, sys, time
 from pathlib import Path
 from fishtalk.core import conversation as conv
+from fishtalk.core.events import KINDS
+from fishtalk.engine.journal import JOURNAL_VERSION
+from fishtalk.engine.journal.reader import change_events, read_journal
 from fishtalk.engine.journal.writer import JournalWriter
 path = Path(sys.argv[1])
 writer = JournalWriter(path, agent_id="crash")

@@ -19,8 +19,10 @@ from typing import Final
 
 FORMAT: Final = "fishtalk-journal"
 """The header's ``format`` value."""
-JOURNAL_VERSION: Final = 1
-"""The header's ``version``: bumped when records change incompatibly."""
+JOURNAL_VERSION: Final = 2
+"""The header's ``version``: bumped when records change incompatibly (2: a ``change``
+record's ``t`` is its event's own ``at``, and the header's ``schema_version`` is 2; version
+1 journals still read, export and replay)."""
 SUFFIX: Final = ".jsonl"
 
 __all__ = ["FORMAT", "JOURNAL_VERSION", "SUFFIX"]

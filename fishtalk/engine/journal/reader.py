@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from fishtalk.core import conversation as conv
+from fishtalk.core.conversation.changes import event_from_dict
 from fishtalk.core.errors import JournalError
 from fishtalk.engine.journal import FORMAT, JOURNAL_VERSION, SUFFIX
 
@@ -159,6 +161,16 @@ def _session_id_of(path: Path) -> str | None:
     except OSError:
         return None
     return None
+
+
+def change_events(journal: Journal) -> list[conv.Change]:
+    """The typed events of ``journal``'s ``change`` records (any journal version), each
+    ``at`` on the journal's clock (its record's ``t``: seconds since the header)."""
+    return [
+        event_from_dict({**rec, "type": rec.get("kind"), "at": _num(rec.get("t"))})
+        for rec in journal.records
+        if rec.get("type") == "change"
+    ]
 
 
 # --- what a session was ----------------------------------------------------------------
@@ -385,6 +397,7 @@ __all__ = [
     "JournalSummary",
     "ToolCall",
     "Turn",
+    "change_events",
     "find_journal",
     "parse_lines",
     "read_journal",

@@ -13,8 +13,9 @@ observation it takes off its queue. The record ``type`` values:
                        ``attributes_changed``, ``reconnecting``, ``malformed_packet``,
                        ``latency_mark``...); the input's own ``kind`` field, if it has
                        one, is ``subkind``; ``at`` is its own time when earlier than ``t``
-``change``             a typed state event of :func:`fishtalk.core.conversation.changes`
-                       (``kind`` and the fields of its ``to_dict()``)
+``change``             a typed state event of :func:`fishtalk.core.conversation.changes`:
+                       the fields of its ``to_dict()``, its ``type`` as ``kind`` and its
+                       own ``at`` as ``t`` (not the time the writer took it)
 ``tool_run``           a client tool ran: params, status, result or error, duration, and
                        ``approval`` (``approved``/``declined``; null when nobody was asked)
 ``approval``           a person answered a tool's approval question
@@ -152,16 +153,14 @@ class Recorder:
 
     def records(self, item: observe.Observation, at_: float | None = None) -> list[dict[str, Any]]:
         """The records for one observation (none, one, or several), observed at ``at_``
-        (default: the observation's own time)."""
+        (default: the observation's own time). A state's events carry their own time."""
+        if isinstance(item, observe.Reduced):
+            previous, self._state = self._state, item.state
+            if previous is None:
+                previous = conv.initial_state(spoken=item.state.spoken)
+            return [change_record(c, self.stamp(c.at)) for c in conv.changes(previous, item.state)]
         at = self.stamp(item.at if at_ is None else at_)
         match item:
-            case observe.Reduced(state=state):
-                previous, self._state = self._state, state
-                if previous is None:
-                    previous = conv.initial_state(spoken=state.spoken)
-                return [
-                    {"type": "change", **at, **c.to_dict()} for c in conv.changes(previous, state)
-                ]
             case observe.PacketIn(topic=topic, data=data, sender=sender):
                 return [
                     {
@@ -238,6 +237,14 @@ class Recorder:
                 return [out]
 
 
+def change_record(event: conv.Change, at: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``change`` record of ``event``, with the time fields ``at`` (its own ``at`` on
+    the journal's clock): the record's ``type`` is ``change``, so the event's is ``kind``."""
+    body = event.to_dict()
+    del body["type"], body["at"]
+    return {"type": "change", **at, **body}
+
+
 def dumps(record: Mapping[str, Any]) -> str:
     """One record as one line of JSON (no newline inside, non-ASCII kept)."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -248,6 +255,7 @@ __all__ = [
     "MAX_RAW_CHARS",
     "PREVIEW_CHARS",
     "Recorder",
+    "change_record",
     "dumps",
     "header",
     "input_kind",

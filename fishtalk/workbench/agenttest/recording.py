@@ -1,5 +1,5 @@
-"""Recording a session: every event with the time it came, cut into per-turn windows,
-and what the checks read from them (agent lines, tool calls, states, first text).
+"""Recording a session: every event with its time, cut into per-turn windows, and what
+the checks read from them (agent lines, tool calls, states, first text).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ class Window:
 
 
 class Recorder:
-    """Every event of a session, with the monotonic time it came."""
+    """Every event of a session, with its time on the session's monotonic clock (the
+    event's own ``at``; windows are marked on the same clock)."""
 
     def __init__(self) -> None:
         self.events: list[tuple[float, conv.Change]] = []
@@ -35,7 +36,8 @@ class Recorder:
         self.undeclared: list[str] = []
 
     def __call__(self, event: conv.Change) -> None:
-        self.events.append((time.monotonic(), event))
+        # An event's ``at`` is 0.0 only before the session's first input.
+        self.events.append((event.at or time.monotonic(), event))
         if isinstance(event, conv.ToolCardAdded | conv.ToolCardChanged):
             self.cards[event.card.call_id] = event.card
 
