@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 from fishtalk.core import conversation as conv
 
 if TYPE_CHECKING:
-    from fishtalk.engine.session import EndResult
+    from fishtalk.engine.session.result import EndResult
     from fishtalk.engine.tools.runner import ToolOutcome
 
 
