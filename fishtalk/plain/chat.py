@@ -36,7 +36,7 @@ commands:
 anything else is sent to the agent as a typed message
 at a tool's [y/N] question only y or n answers it; other lines still go to the agent"""
 
-EOF_SETTLE: Final = 0.4
+EOF_SETTLE: Final = 1.5
 """After end of input: seconds the agent stays listening, the last turn answered, before
 the hang-up (a reply in several lines may pause between them)."""
 EOF_MAX_WAIT: Final = 60.0
@@ -309,6 +309,8 @@ def _answered(state: conv.State, sent_at: float | None) -> bool:
         return False
     if sent_at is not None and not _agent_spoke_since(state, sent_at):
         return False
+    if sent_at is None and not any(seg.role == "agent" for seg in state.segment_log):
+        return False  # nothing typed: the agent's opening is what the user came to hear
     return state.agent_state != "speaking" and not _agent_line_open(state)
 
 
@@ -319,11 +321,13 @@ def _agent_line_open(state: conv.State) -> bool:
 
 
 def _agent_spoke_since(state: conv.State, at: float) -> bool:
+    """Whether an agent line answers the last user turn (the reducer's one rule), looking
+    back only as far as that turn's line."""
     for seg in reversed(state.segment_log):
-        if seg.started_at < at:
+        if seg.role == "agent" and seg.answers_turn is not None:
+            return seg.started_at >= at
+        if seg.role == "user" and seg.turn is not None:
             return False
-        if seg.role == "agent":
-            return True
     return False
 
 

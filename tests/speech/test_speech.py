@@ -121,7 +121,8 @@ def test_a_missing_extra_is_one_typed_line() -> None:
     code = (
         "import sys; sys.modules['pocketsphinx'] = None\n"
         "from fishtalk.speech import stt\n"
-        "from fishtalk.core.errors import SpeechUnavailableError, exit_code_for\n"
+        "from fishtalk.core.errors import SpeechUnavailableError\n"
+        "from fishtalk.cli.exits import exit_code_for\n"
         "try:\n    stt.load()\n"
         "except SpeechUnavailableError as e:\n    print(e, exit_code_for(None, e))\n"
     )

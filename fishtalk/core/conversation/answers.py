@@ -11,6 +11,9 @@ agent line after turn N, and every agent line after it up to the next user turn,
 a line already speaking when the user spoke answers what it answered before (the greeting
 answers nothing, even when it finishes after the user typed); of two user turns before the
 agent speaks, the line answers the last one; a line before any user turn answers nothing.
+Typed turns queued before the agent was ready leave when it joins, just before its
+greeting: the agent's lines from then until it thinks (or listens after them) are its
+opening and answer nothing either.
 
 The latency waterfall of turn N is bound to the first line that answers N (see
 :mod:`.latency_rules`). An end of speech is stamped at the microphone and may be reported
@@ -31,13 +34,37 @@ final transcript."""
 
 
 def _answering(r: _Step) -> int | None:
-    """The user turn a line that starts now answers (None before the first user turn)."""
+    """The user turn a line that starts now answers (None before the first user turn, and
+    for the agent's opening)."""
+    if r.internal.opening != "none":
+        return None
     return r.internal.user_turn or None
 
 
 def _agent_line_started(r: _Step, segment_id: str) -> None:
     """Remember the newest agent line (a late end of speech may bind it again)."""
     r.book(last_agent_line=segment_id)
+    if r.internal.opening == "awaited":
+        r.book(opening="speaking")
+
+
+def _turns_left_at_join(r: _Step) -> None:
+    """Typed turns queued before the agent was ready left as it joined: its first lines are
+    its opening (a greeting), whatever the order they arrive in, not their answer."""
+    if r.internal.last_agent_line is None and r.internal.opening == "none":
+        r.book(opening="awaited")
+
+
+def _agent_state_changed(r: _Step, value: str) -> bool:
+    """The opening is over when the agent thinks (a reply is coming), or listens once its
+    opening line has started (an agent that answers without ``thinking``); True when an
+    opening line was spoken (its time is then no part of the reply's latency)."""
+    opening = r.internal.opening
+    over = value == "thinking" or (value == "listening" and opening == "speaking")
+    if opening != "none" and over:
+        r.book(opening="none")
+        return opening == "speaking"
+    return False
 
 
 def _user_turn_ended(r: _Step, at: float, how: TurnEnd) -> int:

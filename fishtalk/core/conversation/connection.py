@@ -6,7 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from fishtalk.core.conversation.answers import _user_turn_ended
+from fishtalk.core.conversation.answers import (
+    _agent_state_changed,
+    _turns_left_at_join,
+    _user_turn_ended,
+)
 from fishtalk.core.conversation.effects import (
     TIMER_AGENT_JOIN,
     TIMER_ENDED_GRACE,
@@ -30,6 +34,7 @@ from fishtalk.core.conversation.inputs import (
 from fishtalk.core.conversation.latency_rules import (
     _lat_close_interrupt,
     _lat_close_turn,
+    _lat_opening_over,
     _lat_thinking,
     _lat_user_turn_ended,
 )
@@ -110,6 +115,7 @@ def _flush_queue(r: _Step, at: float) -> None:
     queued = r.internal.queued
     if not queued or not _can_send(r.s):
         return
+    _turns_left_at_join(r)
     for q in queued:
         r.fx.append(SendClientEvent(q.message))
         seg = r.s.segment_log.get(q.segment_id)
@@ -241,6 +247,8 @@ def _on_attributes_changed(r: _Step, inp: AttributesChanged) -> None:
 def _apply_agent_state(r: _Step, value: str, at: float) -> None:
     if value != r.s.agent_state:
         r.set(agent_state=value)
+        if _agent_state_changed(r, value):
+            _lat_opening_over(r, at)
         if value == "thinking":
             _lat_thinking(r, at)
     _mark_agent_ready(r, at)

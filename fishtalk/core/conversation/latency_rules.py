@@ -132,6 +132,16 @@ def _lat_thinking(r: _Step, at: float) -> None:
         _lat_book(r, thinking_at=at)  # for a turn whose end is reported later
 
 
+def _lat_opening_over(r: _Step, at: float) -> None:
+    """The agent's opening (see :mod:`.answers`) is over: a turn that left as it joined
+    waits for its answer from now on, so its greeting is not counted in the reply's time."""
+    w = r.s.latency.open
+    if w is None or w.kind == "unprompted" or _reply_began(w) is not None or at <= w.user_ended_at:
+        return
+    early = w.thinking_at is not None and w.thinking_at < at
+    _lat_set_open(r, _with(w, user_ended_at=at, thinking_at=None if early else w.thinking_at))
+
+
 def _lat_first_text(r: _Step, seg: Segment) -> None:
     w = r.s.latency.open
     if w is None:
@@ -143,7 +153,7 @@ def _lat_first_text(r: _Step, seg: Segment) -> None:
     if w.kind == "unprompted":
         if min(seg.started_at, seg.updated_at) < w.user_ended_at:
             return  # a line that began before this turn
-    elif seg.answers_turn != w.turn:
+    elif seg.answers_turn != w.turn or seg.updated_at < w.user_ended_at:
         return  # the one rule: only a line that answers this user turn (see .answers)
     _lat_set_open(r, _with(w, first_text_at=seg.updated_at, segment_id=seg.segment_id))
 

@@ -449,6 +449,9 @@ class Internal:
     """The last user turn was spoken (not typed)."""
     last_agent_line: str | None = None
     """The newest agent line (a late end of speech may bind it to a later turn)."""
+    opening: Literal["none", "awaited", "speaking"] = "none"
+    """The agent's opening after typed turns that left when it joined: ``awaited`` until its
+    first line starts, ``speaking`` until it thinks or listens again (see :mod:`.answers`)."""
     lat: LatencyBook = field(default_factory=lambda: _NO_LATENCY_BOOK)
     """The latency bookkeeping (one slot: copied only when it changes)."""
 

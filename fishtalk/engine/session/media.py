@@ -260,6 +260,19 @@ class Media(Core):
         from fishtalk.engine.audio.vad import is_audible
 
         audible = is_audible(data)
+        open_turn = self._state.latency.open
+        line = self._state.speaking_segment if open_turn is not None else None
+        if (
+            line is not None
+            and open_turn is not None
+            and open_turn.kind != "unprompted"
+            and line.answers_turn != open_turn.turn
+        ):
+            # The agent is saying a line that answers another turn (its greeting, over a
+            # turn typed before it started): that voice is not the reply (the one rule).
+            self._armed_over_speech = True
+            self._tail_heard_at = self._clock()
+            return False
         if self._armed_over_speech:
             now = self._clock()
             open_turn = self._state.latency.open
