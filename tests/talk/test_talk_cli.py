@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from fishtalk.cli.exits import EXIT_USAGE
+from fishtalk.core.talk import NO_MIC_TALK
 
 WAIT = 60.0
 
@@ -37,8 +38,8 @@ async def test_the_flag_is_offered_and_checked(command: str) -> None:
 @pytest.mark.webrtc
 @pytest.mark.timeout(120)
 async def test_demo_takes_the_talk_mode() -> None:
-    """``fishtalk demo --talk-mode toggle`` piped (line mode): the microphone starts closed
-    and ``/talk`` opens it."""
+    """``fishtalk demo --talk-mode toggle --no-audio`` piped (line mode): the microphone
+    starts closed, and ``/talk`` says there is none to open (as the TUI does)."""
     env = dict(os.environ, XDG_CONFIG_HOME="/nonexistent-fishtalk-test")
     env.pop("FISHTALK_CONFIG", None)
     proc = await asyncio.create_subprocess_exec(
@@ -64,7 +65,7 @@ async def test_demo_takes_the_talk_mode() -> None:
         await asyncio.wait_for(until("* connected"), WAIT)
         proc.stdin.write(b"/talk\n")
         await proc.stdin.drain()
-        await asyncio.wait_for(until("* ● TALKING — /talk to stop"), WAIT)
+        await asyncio.wait_for(until(f"* {NO_MIC_TALK}"), WAIT)
         proc.stdin.write(b"/hangup\n")
         await proc.stdin.drain()
         await asyncio.wait_for(proc.wait(), WAIT)

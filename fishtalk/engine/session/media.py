@@ -266,10 +266,10 @@ class Media(Core):
             line is not None
             and open_turn is not None
             and open_turn.kind != "unprompted"
-            and line.answers_turn != open_turn.turn
+            and line.answers_turn is None
         ):
-            # The agent is saying a line that answers another turn (its greeting, over a
-            # turn typed before it started): that voice is not the reply (the one rule).
+            # The agent is saying a line that answers no turn (its greeting, over a turn
+            # typed before it started): that voice is not the reply (the one rule).
             self._armed_over_speech = True
             self._tail_heard_at = self._clock()
             return False
