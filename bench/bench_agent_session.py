@@ -170,6 +170,10 @@ def main() -> None:
         "from fishtalk import AgentSession": _import_ms("from fishtalk import AgentSession"),
     }
     print("## agent_session")
+    print(
+        "<!-- lead: A typed turn through `AgentSession.send_text` against `Session.send_text` "
+        "and bare `publish_data`, until the agent receives it. -->"
+    )
     print()
     for results, label in ((one, "sim in the same process"), (apart, "sim in its own process")):
         api, engine = (statistics.median(results[sender]) for sender in SENDERS[:2])

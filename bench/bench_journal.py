@@ -135,6 +135,10 @@ def main() -> None:
         size = (Path(tmp) / "bench.jsonl").stat().st_size
     bare_med = statistics.median(results["bare"])
     print("## journal")
+    print(
+        "<!-- lead: A typed turn with a journal attached against one without, and bare "
+        "`publish_data`. -->"
+    )
     print()
     journal_ms = statistics.median(results["journal"])
     plain_ms = statistics.median(results["plain"])

@@ -252,6 +252,9 @@ async def main(quick: bool, sizes_arg: str | None, only_big: bool) -> None:
         sizes = tuple(int(n) for n in sizes_arg.split(","))
     big = [(n, await bench_big(n)) for n in sizes]
     print("## TUI (headless, scripted driver)\n")
+    print(
+        "<!-- lead: Frames per second the TUI draws while the agent streams as fast as it can. -->"
+    )
     if streaming is not None:
         cap = FishtalkApp.RENDER_HZ
         print(
