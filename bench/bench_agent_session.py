@@ -67,7 +67,7 @@ async def _senders(
     session = Session(_grant(ws_url, tokens["user-session"], "user-session"), spoken=False)
     ready = asyncio.Event()
     session.add_listener(
-        lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
+        lambda s, _e: ready.set() if s.status == "connected" and s.agent_ready else None
     )
     run = asyncio.ensure_future(session.run())
     await asyncio.wait_for(ready.wait(), 20)

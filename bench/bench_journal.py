@@ -55,7 +55,7 @@ async def _session(server: SimServer, identity: str) -> tuple[Session, asyncio.F
     session = Session(grant, spoken=False)
     ready = asyncio.Event()
     session.add_listener(
-        lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
+        lambda s, _e: ready.set() if s.status == "connected" and s.agent_ready else None
     )
     run: asyncio.Future[object] = asyncio.ensure_future(session.run())
     await asyncio.wait_for(ready.wait(), 20)
@@ -89,7 +89,7 @@ async def _measure(directory: Path) -> tuple[dict[str, list[float]], JournalWrit
         journaled.add_observer(writer.observe)
         ready = asyncio.Event()
         journaled.add_listener(
-            lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
+            lambda s, _e: ready.set() if s.status == "connected" and s.agent_ready else None
         )
         journal_run = asyncio.ensure_future(journaled.run())
         await asyncio.wait_for(ready.wait(), 20)

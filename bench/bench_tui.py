@@ -55,8 +55,9 @@ class JournaledSession(ScriptedSession):
         """Reduce each input, observed before and after."""
         for inp in inputs:
             self._observer(inp)
+            previous = self.state
             super().feed(inp)
-            self._observer(Reduced(self.state, inp.at))
+            self._observer(Reduced(self.state, inp.at, c.changes(previous, self.state)))
         return self.state
 
 

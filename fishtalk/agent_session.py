@@ -29,7 +29,7 @@ import asyncio
 import logging
 import os
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -557,9 +557,7 @@ class AgentSession:
 
     # --- dispatch ----------------------------------------------------------------------
 
-    def _on_state(self, state: conv.State) -> None:
-        previous, self._previous = self._previous, state
-        events = conv.changes(previous, state)
+    def _on_state(self, state: conv.State, events: Sequence[conv.Change]) -> None:
         self._answers.observe(state, events)
         for event in events:
             self._dispatch(event)

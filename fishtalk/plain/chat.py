@@ -271,7 +271,7 @@ class PlainChat:
         deadline = loop.time() + EOF_MAX_WAIT
         quiet_since: float | None = None
         changed = asyncio.Event()
-        remove = session.add_listener(lambda _s: changed.set())
+        remove = session.add_listener(lambda _s, _e: changed.set())
         try:
             while not session.state.ended and loop.time() < deadline:
                 now = loop.time()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
@@ -26,7 +26,14 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from fishtalk.core.conversation import ErrorAdded, NoticeAdded, State, changes, initial_state
+from fishtalk.core.conversation import (
+    Change,
+    ErrorAdded,
+    NoticeAdded,
+    State,
+    changes,
+    initial_state,
+)
 from fishtalk.core.talk import NO_MIC, NO_MIC_TALK, TalkControl, TalkMode
 from fishtalk.engine.audio.base import NullAudio
 from fishtalk.tui import keys, screenshots
@@ -195,7 +202,7 @@ class FishtalkApp(App[int]):
 
     # --- session -> UI ---------------------------------------------------------------------
 
-    def _on_session_state(self, state: State) -> None:
+    def _on_session_state(self, state: State, _events: Sequence[Change]) -> None:
         # Called by the session after every reduction: never touch widgets here.
         self.post_message(StateChanged(state))
 

@@ -166,7 +166,7 @@ async def _call(
                 agent = await _agent(sim)
                 changes: list[tuple[float, bool]] = []
 
-                def record(state: State) -> None:
+                def record(state: State, _events: object) -> None:
                     if not changes or changes[-1][1] != state.muted:
                         changes.append((time.monotonic(), state.muted))
 

@@ -260,7 +260,7 @@ def test_replay_keeps_the_original_timing_scaled_by_speed() -> None:
     from fishtalk.workbench.journal.replay import states
 
     journal = read_journal(FIXTURE)
-    times = [t for t, _ in states(journal)]
+    times = [t for t, _, _ in states(journal)]
     waits: list[float] = []
     play_plain(journal, io.StringIO(), speed=2.0, sleep=waits.append)
     assert sum(waits) == pytest.approx((times[-1] - times[0]) / 2)

@@ -161,7 +161,7 @@ async def test_spoken_on_and_off_reach_the_agent(sim: SimHandle) -> None:
 
 async def _until(session: Session, predicate: Callable[[conv.State], bool]) -> conv.State:
     hit = asyncio.Event()
-    remove = session.add_listener(lambda state: hit.set() if predicate(state) else None)
+    remove = session.add_listener(lambda state, _e: hit.set() if predicate(state) else None)
     try:
         if not predicate(session.state):
             await asyncio.wait_for(hit.wait(), WAIT)

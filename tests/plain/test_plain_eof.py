@@ -64,7 +64,9 @@ async def test_end_of_input_hangs_up_once_answered_during_a_tour(sim: SimHandle)
     assert proc.returncode == 0, err
     answer = lines.index("you> hello") + 1
     assert any(line.startswith("agent: ") for line in lines[answer:]), lines
-    assert took < EOF_MAX_WAIT / 2, (took, lines)
+    # Waiting out EOF_MAX_WAIT (or the tour's 80 s) takes at least that long: anything
+    # shorter hung up on the answer (a loaded machine took 32 s of the 60 to get there).
+    assert took < EOF_MAX_WAIT, (took, lines)
 
 
 async def test_ctrl_c_marks_the_line_it_cuts(sim: SimHandle) -> None:

@@ -100,7 +100,8 @@ class Session(Room):
         return self._room
 
     def add_listener(self, fn: StateListener) -> Callable[[], None]:
-        """Call ``fn(state)`` on the loop after every reduction; returns a remover."""
+        """Call ``fn(state, events)`` on the loop after every reduction (the new state and
+        what changed in it); returns a remover."""
         self._listeners.append(fn)
 
         def remove() -> None:
