@@ -1,7 +1,10 @@
 """The options several commands share: connection, session overrides, audio and journal."""
 
+import functools
+import inspect
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
@@ -90,98 +93,67 @@ def metrics_file(path: Path | None) -> "MetricsFile | None":
 
 
 # Session overrides: what the session API accepts and the config can set ([session]).
-LanguageOption = Annotated[
-    str | None,
-    typer.Option(
-        "--language", metavar="LANG", help="Language override, e.g. en (session.language)."
+def _text_option(flag: str, metavar: str, help: str) -> Any:
+    return Annotated[str | None, typer.Option(flag, metavar=metavar, help=help)]
+
+
+def _switch_option(flag: str, help: str) -> Any:
+    return Annotated[
+        bool | None, typer.Option(f"{flag}/--no-{flag[2:]}", help=help, show_default=False)
+    ]
+
+
+_SESSION_OPTIONS: Final[dict[str, Any]] = {
+    "language": _text_option(
+        "--language", "LANG", "Language override, e.g. en (session.language)."
     ),
-]
-TimezoneOption = Annotated[
-    str | None,
-    typer.Option(
-        "--timezone", metavar="TZ", help="IANA time zone, e.g. Europe/Berlin (session.timezone)."
+    "timezone": _text_option(
+        "--timezone", "TZ", "IANA time zone, e.g. Europe/Berlin (session.timezone)."
     ),
-]
-VoiceOption = Annotated[
-    str | None,
-    typer.Option("--voice", metavar="ID", help="Voice override: a voice id (session.voice_id)."),
-]
-FirstMessageOption = Annotated[
-    str | None,
-    typer.Option(
-        "--first-message", metavar="TEXT", help="Opening line, verbatim (session.first_message)."
+    "voice": _text_option("--voice", "ID", "Voice override: a voice id (session.voice_id)."),
+    "first_message": _text_option(
+        "--first-message", "TEXT", "Opening line, verbatim (session.first_message)."
     ),
-]
-FirstMessagePromptOption = Annotated[
-    str | None,
-    typer.Option(
+    "first_message_prompt": _text_option(
         "--first-message-prompt",
-        metavar="TEXT",
-        help="Instructions for the opening line (session.first_message_prompt).",
+        "TEXT",
+        "Instructions for the opening line (session.first_message_prompt).",
     ),
-]
-SystemPromptOption = Annotated[
-    str | None,
-    typer.Option(
-        "--system-prompt", metavar="TEXT", help="Replace the system prompt (session.system_prompt)."
+    "system_prompt": _text_option(
+        "--system-prompt", "TEXT", "Replace the system prompt (session.system_prompt)."
     ),
-]
-SessionNameOption = Annotated[
-    str | None,
-    typer.Option(
-        "--session-name", metavar="NAME", help="Display name in the console (session.name)."
+    "session_name": _text_option(
+        "--session-name", "NAME", "Display name in the console (session.name)."
     ),
-]
-EndUserOption = Annotated[
-    str | None,
-    typer.Option(
-        "--end-user-id", metavar="ID", help="Your id for the person talking (session.end_user_id)."
+    "end_user_id": _text_option(
+        "--end-user-id", "ID", "Your id for the person talking (session.end_user_id)."
     ),
-]
-VarOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--var",
-        metavar="KEY=VALUE",
-        help="A prompt {{variable}}; repeat for more (session.dynamic_variables).",
+    "var": Annotated[
+        list[str] | None,
+        typer.Option(
+            "--var",
+            metavar="KEY=VALUE",
+            help="A prompt {{variable}}; repeat for more (session.dynamic_variables).",
+        ),
+    ],
+    "metadata": _text_option(
+        "--metadata", "JSON", "A JSON object stored with the session (session.metadata)."
     ),
-]
-MetadataOption = Annotated[
-    str | None,
-    typer.Option(
-        "--metadata",
-        metavar="JSON",
-        help="A JSON object stored with the session (session.metadata).",
-    ),
-]
-ServerRecordingOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--server-recording/--no-server-recording",
-        help="Override whether Fish records the call's audio (session.record_audio); "
+    "server_recording": _switch_option(
+        "--server-recording",
+        "Override whether Fish records the call's audio (session.record_audio); "
         "--record-audio records it here instead.",
-        show_default=False,
     ),
-]
-WorldContextOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--world-context/--no-world-context",
-        help="Tell the agent the date and time (session.world_context).",
-        show_default=False,
+    "world_context": _switch_option(
+        "--world-context", "Tell the agent the date and time (session.world_context)."
     ),
-]
-ToolEventsOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--tool-events/--no-tool-events",
-        help="Ask for tool.* events (session.tool_events).",
-        show_default=False,
-    ),
-]
+    "tool_events": _switch_option("--tool-events", "Ask for tool.* events (session.tool_events)."),
+}
+"""The session-override options, by parameter name (the :class:`SessionFlags` field):
+declared once, for every command that takes them (see :func:`with_session_flags`)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class SessionFlags:
     """The session-override flags of one command, as given (None: not given)."""
 
@@ -195,7 +167,7 @@ class SessionFlags:
     end_user_id: str | None = None
     var: list[str] | None = None
     metadata: str | None = None
-    record_audio: bool | None = None
+    server_recording: bool | None = None
     world_context: bool | None = None
     tool_events: bool | None = None
 
@@ -228,10 +200,40 @@ class SessionFlags:
             "session.end_user_id": self.end_user_id,
             "session.dynamic_variables": variables,
             "session.metadata": metadata,
-            "session.record_audio": self.record_audio,
+            "session.record_audio": self.server_recording,
             "session.world_context": self.world_context,
             "session.tool_events": self.tool_events,
         }
+
+
+NO_SESSION_FLAGS: Final = SessionFlags()
+"""A ``flags`` parameter's default (:func:`with_session_flags` always passes the flags)."""
+
+
+def with_session_flags(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` with its ``flags: SessionFlags`` parameter spelled out as the
+    session-override options, in its place; the command gets them back as one
+    :class:`SessionFlags`."""
+    signature = inspect.signature(command)
+    params: list[inspect.Parameter] = []
+    for param in signature.parameters.values():
+        if param.name != "flags":
+            params.append(param)
+            continue
+        params += [
+            inspect.Parameter(name, param.POSITIONAL_OR_KEYWORD, default=None, annotation=kind)
+            for name, kind in _SESSION_OPTIONS.items()
+        ]
+
+    @functools.wraps(command)
+    def with_flags(**given: Any) -> None:
+        flags = SessionFlags(**{name: given.pop(name) for name in _SESSION_OPTIONS})
+        command(**given, flags=flags)
+
+    # typer reads the parameters from the signature and their types from the annotations.
+    with_flags.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    with_flags.__annotations__ = {p.name: p.annotation for p in params}
+    return with_flags
 
 
 InputDeviceOption = Annotated[

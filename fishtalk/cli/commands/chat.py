@@ -6,18 +6,14 @@ import typer
 
 from fishtalk.cli.completion import complete_scenarios
 from fishtalk.cli.options import (
+    NO_SESSION_FLAGS,
     PROFILE_HELP,
     AgentOption,
     ApiUrlOption,
-    EndUserOption,
     EventsOption,
-    FirstMessageOption,
-    FirstMessagePromptOption,
     InputDeviceOption,
     JournalOption,
-    LanguageOption,
     LatencyOption,
-    MetadataOption,
     MetricsJsonOption,
     NoAudioOption,
     NoJournalOption,
@@ -27,22 +23,15 @@ from fishtalk.cli.options import (
     ProfileArgument,
     PublicOption,
     RecordAudioOption,
-    ServerRecordingOption,
     SessionFlags,
-    SessionNameOption,
-    SystemPromptOption,
     TalkModeOption,
     TextOnlyOption,
-    TimezoneOption,
-    ToolEventsOption,
-    VarOption,
-    VoiceOption,
-    WorldContextOption,
     audio_overrides,
     journal_choice,
     metrics_file,
+    with_session_flags,
 )
-from fishtalk.cli.shared import load, resolve_agent, run_async, state
+from fishtalk.cli.shared import load, load_for_agent, run_async, state
 
 if TYPE_CHECKING:
     from fishtalk.cli.settings import Settings
@@ -129,6 +118,7 @@ def demo(
         "be established; 130 interrupted (Ctrl-C)."
     ),
 )
+@with_session_flags
 def chat(
     name: ProfileArgument = None,
     agent: AgentOption = None,
@@ -141,19 +131,7 @@ def chat(
     no_audio: NoAudioOption = False,
     talk_mode: TalkModeOption = None,
     plain: PlainOption = False,
-    language: LanguageOption = None,
-    timezone: TimezoneOption = None,
-    voice: VoiceOption = None,
-    first_message: FirstMessageOption = None,
-    first_message_prompt: FirstMessagePromptOption = None,
-    system_prompt: SystemPromptOption = None,
-    session_name: SessionNameOption = None,
-    end_user_id: EndUserOption = None,
-    var: VarOption = None,
-    metadata: MetadataOption = None,
-    server_recording: ServerRecordingOption = None,
-    world_context: WorldContextOption = None,
-    tool_events: ToolEventsOption = None,
+    flags: SessionFlags = NO_SESSION_FLAGS,
     no_journal: NoJournalOption = False,
     journal: JournalOption = None,
     events: EventsOption = False,
@@ -162,23 +140,16 @@ def chat(
     metrics_json: MetricsJsonOption = None,
 ) -> None:
     """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
-    flags = SessionFlags(
-        language, timezone, voice, first_message, first_message_prompt, system_prompt,
-        session_name, end_user_id, var, metadata, server_recording, world_context, tool_events,
-    )  # fmt: skip
-    profile, agent_id = resolve_agent(name, agent)
-    settings = load(
+    settings = load_for_agent(
+        name,
+        agent,
+        (api_url, public, origin),
         {
             **flags.overrides(),
-            "session.agent_id": agent_id,
-            "api.url": api_url,
-            "api.public": public,
-            "api.origin": origin,
             "session.text_only": True if text_only else None,
             "ui.plain": True if plain else None,
             **audio_overrides(input_device, output_device, no_audio, talk_mode),
         },
-        profile=profile,
     )
     from fishtalk.cli.front_ends import run_chat
     from fishtalk.cli.launch import require_agent, session_client
