@@ -5,7 +5,7 @@ import inspect
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -17,9 +17,10 @@ from fishtalk.cli.completion import (
     complete_profiles,
 )
 from fishtalk.cli.exits import EXIT_USAGE
-from fishtalk.cli.shared import fail
+from fishtalk.cli.shared import fail, load, resolve_agent
 
 if TYPE_CHECKING:
+    from fishtalk.cli.settings import Settings
     from fishtalk.engine.metrics import MetricsFile
 
 
@@ -78,18 +79,6 @@ MetricsJsonOption = Annotated[
         "and p50/p95/worst to PATH as JSON (mode 0600).",
     ),
 ]
-
-
-def metrics_file(path: Path | None) -> "MetricsFile | None":
-    """Open the ``--metrics-json`` file before the call starts (a bad path: exit 2)."""
-    if path is None:
-        return None
-    from fishtalk.engine.metrics import MetricsFile
-
-    try:
-        return MetricsFile.open(path)
-    except OSError as exc:
-        fail(f"cannot write metrics to {path}: {exc.strerror or exc}", EXIT_USAGE)
 
 
 # Session overrides: what the session API accepts and the config can set ([session]).
@@ -210,30 +199,86 @@ NO_SESSION_FLAGS: Final = SessionFlags()
 """A ``flags`` parameter's default (:func:`with_session_flags` always passes the flags)."""
 
 
-def with_session_flags(command: Callable[..., None]) -> Callable[..., None]:
-    """``command`` with its ``flags: SessionFlags`` parameter spelled out as the
-    session-override options, in its place; the command gets them back as one
-    :class:`SessionFlags`."""
-    signature = inspect.signature(command)
-    params: list[inspect.Parameter] = []
-    for param in signature.parameters.values():
-        if param.name != "flags":
-            params.append(param)
-            continue
-        params += [
-            inspect.Parameter(name, param.POSITIONAL_OR_KEYWORD, default=None, annotation=kind)
-            for name, kind in _SESSION_OPTIONS.items()
-        ]
+_AGENT_OPTIONS: Final[dict[str, Any]] = {
+    "name": ProfileArgument,
+    "agent": AgentOption,
+    "api_url": ApiUrlOption,
+    "public": PublicOption,
+    "origin": OriginOption,
+}
+"""The options that name one agent and how to reach it, by :class:`AgentTarget` field."""
 
-    @functools.wraps(command)
-    def with_flags(**given: Any) -> None:
-        flags = SessionFlags(**{name: given.pop(name) for name in _SESSION_OPTIONS})
-        command(**given, flags=flags)
 
-    # typer reads the parameters from the signature and their types from the annotations.
-    with_flags.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    with_flags.__annotations__ = {p.name: p.annotation for p in params}
-    return with_flags
+@dataclass(frozen=True)
+class AgentTarget:
+    """The agent a command talks to, as given: PROFILE, ``--agent`` and the connection."""
+
+    name: str | None = None
+    agent: str | None = None
+    api_url: str | None = None
+    public: bool | None = None
+    origin: str | None = None
+
+    def load(self, overrides: dict[str, Any]) -> "Settings":
+        """The settings for this agent (:func:`resolve_agent`) with ``overrides`` on top."""
+        profile, agent_id = resolve_agent(self.name, self.agent)
+        return load(
+            {
+                **overrides,
+                "session.agent_id": agent_id,
+                "api.url": self.api_url,
+                "api.public": self.public,
+                "api.origin": self.origin,
+            },
+            profile=profile,
+        )
+
+
+NO_AGENT_TARGET: Final = AgentTarget()
+"""A ``target`` parameter's default (:func:`with_agent_target` always passes one)."""
+
+
+def _spelled_out(
+    name: str, options: dict[str, Any], group: type[Any]
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A decorator: the command's parameter ``name`` spelled out as ``options`` (with the
+    defaults of the ``group`` dataclass's fields), in its place; the command gets them back
+    as one ``group(**options)``."""
+    defaults = {f.name: f.default for f in fields(group)}
+
+    def spell_out(command: Callable[..., None]) -> Callable[..., None]:
+        signature = inspect.signature(command)
+        params: list[inspect.Parameter] = []
+        for param in signature.parameters.values():
+            if param.name != name:
+                params.append(param)
+                continue
+            params += [
+                inspect.Parameter(
+                    option, param.POSITIONAL_OR_KEYWORD, default=defaults[option], annotation=kind
+                )
+                for option, kind in options.items()
+            ]
+
+        @functools.wraps(command)
+        def spelled_out(**given: Any) -> None:
+            grouped = group(**{option: given.pop(option) for option in options})
+            command(**given, **{name: grouped})
+
+        # typer reads the parameters from the signature and their types from the annotations.
+        spelled_out.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # a function has no declared __signature__; inspect reads it
+        spelled_out.__annotations__ = {p.name: p.annotation for p in params}
+        return spelled_out
+
+    return spell_out
+
+
+with_session_flags: Final = _spelled_out("flags", _SESSION_OPTIONS, SessionFlags)
+"""Spells out a command's ``flags: SessionFlags`` parameter as the session-override options."""
+
+with_agent_target: Final = _spelled_out("target", _AGENT_OPTIONS, AgentTarget)
+"""Spells out a command's ``target: AgentTarget`` parameter as PROFILE, ``--agent``,
+``--api-url``, ``--public`` and ``--origin``."""
 
 
 InputDeviceOption = Annotated[
@@ -335,15 +380,58 @@ RecordAudioOption = Annotated[
 ]
 
 
-def journal_choice(no_journal: bool, journal: Path | None, events: bool, record_audio: bool) -> Any:
-    from fishtalk.cli.launch import JournalChoice
+@dataclass(frozen=True)
+class CallRecords:
+    """What a call leaves behind, as given: its journal (``--no-journal``, ``--journal``,
+    ``--events``, ``--record-audio``), ``--latency`` lines and ``--metrics-json``."""
 
-    return JournalChoice(
-        enabled=not no_journal,
-        path=journal,
-        events=sys.stdout if events else None,
-        record_audio=record_audio,
-    )
+    no_journal: bool = False
+    journal: Path | None = None
+    events: bool = False
+    record_audio: bool = False
+    latency: bool = False
+    metrics_json: Path | None = None
+
+    def journal_choice(self) -> Any:
+        """The journal to write (a :class:`~fishtalk.cli.launch.JournalChoice`)."""
+        from fishtalk.cli.launch import JournalChoice
+
+        return JournalChoice(
+            enabled=not self.no_journal,
+            path=self.journal,
+            events=sys.stdout if self.events else None,
+            record_audio=self.record_audio,
+        )
+
+    def metrics_file(self) -> "MetricsFile | None":
+        """Open the ``--metrics-json`` file before the call starts (a bad path: exit 2)."""
+        if self.metrics_json is None:
+            return None
+        from fishtalk.engine.metrics import MetricsFile
+
+        try:
+            return MetricsFile.open(self.metrics_json)
+        except OSError as exc:
+            fail(f"cannot write metrics to {self.metrics_json}: {exc.strerror or exc}", EXIT_USAGE)
+
+
+NO_CALL_RECORDS: Final = CallRecords()
+"""A ``records`` parameter's default (:func:`with_call_records` always passes them)."""
+
+with_call_records: Final = _spelled_out(
+    "records",
+    {
+        "no_journal": NoJournalOption,
+        "journal": JournalOption,
+        "events": EventsOption,
+        "record_audio": RecordAudioOption,
+        "latency": LatencyOption,
+        "metrics_json": MetricsJsonOption,
+    },
+    CallRecords,
+)
+"""Spells out a command's ``records: CallRecords`` parameter as the journal, latency and
+metrics options."""
 
 
 def audio_overrides(

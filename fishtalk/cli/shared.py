@@ -68,28 +68,6 @@ def resolve_agent(name: str | None, agent: str | None) -> tuple[str | None, str 
     return None, agent
 
 
-def load_for_agent(
-    name: str | None,
-    agent: str | None,
-    connection: tuple[str | None, bool | None, str | None],
-    overrides: dict[str, Any],
-) -> "Settings":
-    """The settings of a command that talks to one agent: its PROFILE or ``--agent``
-    (:func:`resolve_agent`), its ``(--api-url, --public, --origin)`` and other overrides."""
-    profile, agent_id = resolve_agent(name, agent)
-    api_url, public, origin = connection
-    return load(
-        {
-            **overrides,
-            "session.agent_id": agent_id,
-            "api.url": api_url,
-            "api.public": public,
-            "api.origin": origin,
-        },
-        profile=profile,
-    )
-
-
 def target_config_path() -> Path:
     """The config file in use: the global ``--config``, else the default path."""
     from fishtalk.engine import paths

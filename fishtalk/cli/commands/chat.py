@@ -6,32 +6,25 @@ import typer
 
 from fishtalk.cli.completion import complete_scenarios
 from fishtalk.cli.options import (
+    NO_AGENT_TARGET,
+    NO_CALL_RECORDS,
     NO_SESSION_FLAGS,
     PROFILE_HELP,
-    AgentOption,
-    ApiUrlOption,
-    EventsOption,
+    AgentTarget,
+    CallRecords,
     InputDeviceOption,
-    JournalOption,
-    LatencyOption,
-    MetricsJsonOption,
     NoAudioOption,
-    NoJournalOption,
-    OriginOption,
     OutputDeviceOption,
     PlainOption,
-    ProfileArgument,
-    PublicOption,
-    RecordAudioOption,
     SessionFlags,
     TalkModeOption,
     TextOnlyOption,
     audio_overrides,
-    journal_choice,
-    metrics_file,
+    with_agent_target,
+    with_call_records,
     with_session_flags,
 )
-from fishtalk.cli.shared import load, load_for_agent, run_async, state
+from fishtalk.cli.shared import load, run_async, state
 
 if TYPE_CHECKING:
     from fishtalk.cli.settings import Settings
@@ -52,6 +45,7 @@ commands = typer.Typer()
         "hangs up."
     ),
 )
+@with_call_records
 def demo(
     scenario: Annotated[
         str,
@@ -68,12 +62,7 @@ def demo(
     output_device: OutputDeviceOption = None,
     no_audio: NoAudioOption = False,
     talk_mode: TalkModeOption = None,
-    no_journal: NoJournalOption = False,
-    journal: JournalOption = None,
-    events: EventsOption = False,
-    record_audio: RecordAudioOption = False,
-    latency: LatencyOption = False,
-    metrics_json: MetricsJsonOption = None,
+    records: CallRecords = NO_CALL_RECORDS,
 ) -> None:
     """Talk to a simulated agent running on this machine (no account needed)."""
     from fishtalk.engine.audio.preflight import check_named_devices
@@ -92,10 +81,12 @@ def demo(
     from fishtalk.engine.native import exit_process
 
     # Leave without finalization, as chat does: the SDK's native threads outlive the call.
-    choice = journal_choice(no_journal, journal, events, record_audio)
-    metrics = metrics_file(metrics_json)
     code = run_demo(
-        load_with_audio, scenario=scenario, journal=choice, metrics=metrics, latency=latency
+        load_with_audio,
+        scenario=scenario,
+        journal=records.journal_choice(),
+        metrics=records.metrics_file(),
+        latency=records.latency,
     )
     exit_process(code)
 
@@ -118,13 +109,11 @@ def demo(
         "be established; 130 interrupted (Ctrl-C)."
     ),
 )
+@with_agent_target
 @with_session_flags
+@with_call_records
 def chat(
-    name: ProfileArgument = None,
-    agent: AgentOption = None,
-    api_url: ApiUrlOption = None,
-    public: PublicOption = None,
-    origin: OriginOption = None,
+    target: AgentTarget = NO_AGENT_TARGET,
     text_only: TextOnlyOption = False,
     input_device: InputDeviceOption = None,
     output_device: OutputDeviceOption = None,
@@ -132,18 +121,10 @@ def chat(
     talk_mode: TalkModeOption = None,
     plain: PlainOption = False,
     flags: SessionFlags = NO_SESSION_FLAGS,
-    no_journal: NoJournalOption = False,
-    journal: JournalOption = None,
-    events: EventsOption = False,
-    record_audio: RecordAudioOption = False,
-    latency: LatencyOption = False,
-    metrics_json: MetricsJsonOption = None,
+    records: CallRecords = NO_CALL_RECORDS,
 ) -> None:
     """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
-    settings = load_for_agent(
-        name,
-        agent,
-        (api_url, public, origin),
+    settings = target.load(
         {
             **flags.overrides(),
             "session.text_only": True if text_only else None,
@@ -162,7 +143,8 @@ def chat(
     from fishtalk.engine.native import exit_process
 
     # Both front ends leave without finalization (see exit_process).
-    choice = journal_choice(no_journal, journal, events, record_audio)
-    metrics = metrics_file(metrics_json)
-    code = run_chat(settings, debug=state.debug, journal=choice, metrics=metrics, latency=latency)
+    journal, metrics = records.journal_choice(), records.metrics_file()
+    code = run_chat(
+        settings, debug=state.debug, journal=journal, metrics=metrics, latency=records.latency
+    )
     exit_process(code)

@@ -6,16 +6,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fishtalk.cli.options import (
+    NO_AGENT_TARGET,
     NO_SESSION_FLAGS,
-    AgentOption,
+    AgentTarget,
     ApiUrlOption,
     OriginOption,
-    ProfileArgument,
     PublicOption,
     SessionFlags,
+    with_agent_target,
     with_session_flags,
 )
-from fishtalk.cli.shared import load, load_for_agent, run_async
+from fishtalk.cli.shared import load, run_async
 
 if TYPE_CHECKING:
     from fishtalk.engine.api import LiveKitGrant
@@ -27,13 +28,10 @@ app = typer.Typer(help="Create and end agent sessions (without joining them).")
 
 
 @app.command("create")
+@with_agent_target
 @with_session_flags
 def session_create(
-    name: ProfileArgument = None,
-    agent: AgentOption = None,
-    api_url: ApiUrlOption = None,
-    public: PublicOption = None,
-    origin: OriginOption = None,
+    target: AgentTarget = NO_AGENT_TARGET,
     as_json: Annotated[bool, typer.Option("--json", help="Print the grant as JSON.")] = False,
     show_token: Annotated[
         bool, typer.Option("--show-token", help="Print the join token (it is a credential).")
@@ -45,7 +43,7 @@ def session_create(
     PROFILE names an agent profile from the config ([agents.NAME]; `fishtalk agents` lists
     them). --agent takes a profile name or an agent id.
     """
-    settings = load_for_agent(name, agent, (api_url, public, origin), flags.overrides())
+    settings = target.load(flags.overrides())
     from fishtalk.cli.launch import session_client, session_request
 
     request = session_request(settings)
