@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.child import run_python
 from support.virtual_audio import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
 
 from fishtalk.sim.fish.scenario import parse_scenario
@@ -124,14 +125,7 @@ def test_help_loads_no_sounddevice(tmp_path: Path) -> None:
         "assert 'sounddevice' not in sys.modules\n"
         "print('clean')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env=_env(tmp_path),
-    )
+    done = run_python(code, timeout=30, env=_env(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith("clean\n")
 
