@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from collections.abc import Mapping
 
 import pytest
+from support.child import start_fishtalk
 
 from fishtalk.sim.runner import SimHandle
 
@@ -34,19 +34,7 @@ async def start_chat(
     sim: SimHandle, *args: str, env: Mapping[str, str]
 ) -> asyncio.subprocess.Process:
     """``fishtalk chat ARGS --api-url SIM`` with every standard stream piped."""
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "fishtalk",
-        "chat",
-        *args,
-        "--api-url",
-        sim.api_url,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=dict(env),
-    )
+    return await start_fishtalk("chat", *args, "--api-url", sim.api_url, env=env)
 
 
 async def run_chat(

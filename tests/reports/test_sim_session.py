@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.child import env_without_fish, run_child
+from support.child import env_without_fish, run_child, start_fishtalk
 
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.runner import run_sim
@@ -57,13 +57,9 @@ async def _session(tmp: Path) -> Path:
     env["XDG_STATE_HOME"] = str(tmp / "state")
     async with run_sim(scenarios={"report": SPOKEN}) as sim:
         env["FISH_API_KEY"] = sim.dev_key
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            *("-m", "fishtalk", "chat", "--agent", "report", "--api-url", sim.api_url),
+        proc = await start_fishtalk(
+            *("chat", "--agent", "report", "--api-url", sim.api_url),
             *("--no-audio", "--plain", "--record-audio"),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
             env=env,
         )
         assert proc.stdin is not None

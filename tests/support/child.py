@@ -6,6 +6,7 @@ leaves behind at exit) runs it here; the exit code is the test's to judge.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -68,3 +69,17 @@ def loaded_modules(module: str) -> set[str]:
     assert done.returncode == 0, f"importing {module} failed:\n{done.stderr}"
     loaded: list[str] = json.loads(done.stdout)
     return set(loaded)
+
+
+async def start_fishtalk(*args: str, env: Mapping[str, str]) -> asyncio.subprocess.Process:
+    """``python -m fishtalk ARGS`` (this interpreter) with every standard stream piped."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "fishtalk",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(env),
+    )
