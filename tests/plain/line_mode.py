@@ -10,9 +10,22 @@ from collections.abc import Mapping
 import pytest
 from support.child import start_fishtalk
 
+from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.runner import SimHandle
 
 NO_CONFIG_HOME = "/nonexistent-fishtalk-test"
+
+QUIET = parse_scenario(
+    """
+    name = "quiet"
+    then = "converse"
+    [agent]
+    greeting = ""
+    voice = "tones"
+    """,
+    name="quiet",
+)
+"""An agent that answers each turn and says nothing of its own (no greeting)."""
 
 
 def chat_env(

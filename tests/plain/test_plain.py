@@ -8,7 +8,7 @@ import signal
 from collections.abc import AsyncIterator
 
 import pytest
-from line_mode import run_chat
+from line_mode import QUIET, run_chat
 from support.child import start_fishtalk
 
 from fishtalk.sim.fish.scenario import parse_scenario
@@ -16,16 +16,6 @@ from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = pytest.mark.webrtc
 
-_QUIET = parse_scenario(
-    """
-    name = "quiet"
-    then = "converse"
-    [agent]
-    greeting = ""
-    voice = "tones"
-    """,
-    name="quiet",
-)
 _NASTY = parse_scenario(
     """
     name = "nasty"
@@ -47,7 +37,7 @@ _NASTY = parse_scenario(
 @pytest.fixture
 async def sim() -> AsyncIterator[SimHandle]:
     """The whole sim in-process: every agent id plays its scenario."""
-    async with run_sim(scenarios={"quiet": _QUIET, "nasty": _NASTY}) as handle:
+    async with run_sim(scenarios={"quiet": QUIET, "nasty": _NASTY}) as handle:
         yield handle
 
 
