@@ -434,16 +434,37 @@ with_call_records: Final = _spelled_out(
 metrics options."""
 
 
-def audio_overrides(
-    input_device: str | None,
-    output_device: str | None,
-    no_audio: bool,
-    talk_mode: str | None = None,
-) -> dict[str, Any]:
-    """Dotted config overrides for the audio flags (unset flags leave the config alone)."""
-    return {
-        "audio.input_device": input_device,
-        "audio.output_device": output_device,
-        "audio.enabled": False if no_audio else None,
-        "audio.talk_mode": talk_mode,
-    }
+@dataclass(frozen=True)
+class AudioChoice:
+    """The audio devices and talk mode of a call, as given (unset: the config's)."""
+
+    input_device: str | None = None
+    output_device: str | None = None
+    no_audio: bool = False
+    talk_mode: str | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        """Dotted config overrides (unset flags leave the config alone)."""
+        return {
+            "audio.input_device": self.input_device,
+            "audio.output_device": self.output_device,
+            "audio.enabled": False if self.no_audio else None,
+            "audio.talk_mode": self.talk_mode,
+        }
+
+
+NO_AUDIO_CHOICE: Final = AudioChoice()
+"""An ``audio`` parameter's default (:func:`with_audio_choice` always passes one)."""
+
+with_audio_choice: Final = _spelled_out(
+    "audio",
+    {
+        "input_device": InputDeviceOption,
+        "output_device": OutputDeviceOption,
+        "no_audio": NoAudioOption,
+        "talk_mode": TalkModeOption,
+    },
+    AudioChoice,
+)
+"""Spells out a command's ``audio: AudioChoice`` parameter as ``--input-device``,
+``--output-device``, ``--no-audio`` and ``--talk-mode``."""

@@ -7,20 +7,18 @@ import typer
 from fishtalk.cli.completion import complete_scenarios
 from fishtalk.cli.options import (
     NO_AGENT_TARGET,
+    NO_AUDIO_CHOICE,
     NO_CALL_RECORDS,
     NO_SESSION_FLAGS,
     PROFILE_HELP,
     AgentTarget,
+    AudioChoice,
     CallRecords,
-    InputDeviceOption,
-    NoAudioOption,
-    OutputDeviceOption,
     PlainOption,
     SessionFlags,
-    TalkModeOption,
     TextOnlyOption,
-    audio_overrides,
     with_agent_target,
+    with_audio_choice,
     with_call_records,
     with_session_flags,
 )
@@ -45,6 +43,7 @@ commands = typer.Typer()
         "hangs up."
     ),
 )
+@with_audio_choice
 @with_call_records
 def demo(
     scenario: Annotated[
@@ -58,24 +57,21 @@ def demo(
     ] = "demo",
     text_only: TextOnlyOption = False,
     plain: PlainOption = False,
-    input_device: InputDeviceOption = None,
-    output_device: OutputDeviceOption = None,
-    no_audio: NoAudioOption = False,
-    talk_mode: TalkModeOption = None,
+    audio: AudioChoice = NO_AUDIO_CHOICE,
     records: CallRecords = NO_CALL_RECORDS,
 ) -> None:
     """Talk to a simulated agent running on this machine (no account needed)."""
     from fishtalk.engine.audio.preflight import check_named_devices
 
-    audio: dict[str, Any] = {
+    flags: dict[str, Any] = {
         "session.text_only": True if text_only else None,
         "ui.plain": True if plain else None,
-        **audio_overrides(input_device, output_device, no_audio, talk_mode),
+        **audio.overrides(),
     }
-    check_named_devices(load(audio))  # a device that matches nothing: exit 2 before the sim
+    check_named_devices(load(flags))  # a device that matches nothing: exit 2 before the sim
 
     def load_with_audio(overrides: dict[str, Any]) -> "Settings":
-        return load({**overrides, **audio})
+        return load({**overrides, **flags})
 
     from fishtalk.cli.demo import run_demo
     from fishtalk.engine.native import exit_process
@@ -111,14 +107,12 @@ def demo(
 )
 @with_agent_target
 @with_session_flags
+@with_audio_choice
 @with_call_records
 def chat(
     target: AgentTarget = NO_AGENT_TARGET,
     text_only: TextOnlyOption = False,
-    input_device: InputDeviceOption = None,
-    output_device: OutputDeviceOption = None,
-    no_audio: NoAudioOption = False,
-    talk_mode: TalkModeOption = None,
+    audio: AudioChoice = NO_AUDIO_CHOICE,
     plain: PlainOption = False,
     flags: SessionFlags = NO_SESSION_FLAGS,
     records: CallRecords = NO_CALL_RECORDS,
@@ -129,7 +123,7 @@ def chat(
             **flags.overrides(),
             "session.text_only": True if text_only else None,
             "ui.plain": True if plain else None,
-            **audio_overrides(input_device, output_device, no_audio, talk_mode),
+            **audio.overrides(),
         },
     )
     from fishtalk.cli.front_ends import run_chat
