@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.child import start_fishtalk
+from support.child import finish, start_fishtalk
 
 from fishtalk.core.events import SCHEMA_VERSION
 from fishtalk.engine.journal import JOURNAL_VERSION
@@ -97,14 +97,7 @@ async def chat(
         *extra,
         env=env,
     )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), 90)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        pytest.fail("fishtalk chat did not exit in time")
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await finish(proc, stdin, within=90)
 
 
 def journal_dir(tmp: Path) -> Path:
@@ -229,13 +222,8 @@ async def test_the_demo_writes_a_journal_too(tmp_path: Path) -> None:
     env["FISHTALK_CONFIG"] = str(tmp_path / "absent.toml")
     env["XDG_STATE_HOME"] = str(tmp_path / "state")
     proc = await start_fishtalk("demo", "--scenario", "converse", "--no-audio", env=env)
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(b"hello demo\n"), 90)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        pytest.fail("fishtalk demo did not exit in time")
-    assert proc.returncode == 0, err.decode() + out.decode()
+    code, out, err = await finish(proc, b"hello demo\n", within=90)
+    assert code == 0, err + out
     (path,) = journal_dir(tmp_path).glob("*.jsonl")
     recs = records(path)
     assert recs[0]["agent_id"] == "demo"  # the demo agent plays the chosen scenario

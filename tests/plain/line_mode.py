@@ -7,8 +7,7 @@ import asyncio
 import os
 from collections.abc import Mapping
 
-import pytest
-from support.child import start_fishtalk
+from support.child import finish, start_fishtalk
 
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.runner import SimHandle
@@ -55,11 +54,4 @@ async def run_chat(
 ) -> tuple[int, str, str]:
     """Run ``fishtalk chat ARGS`` with ``stdin`` to its end: exit code, stdout, stderr."""
     proc = await start_chat(sim, *args, env=chat_env(sim, key=key))
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), within)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        pytest.fail("fishtalk chat did not exit in time")
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await finish(proc, stdin, within=within)

@@ -83,3 +83,18 @@ async def start_fishtalk(*args: str, env: Mapping[str, str]) -> asyncio.subproce
         stderr=asyncio.subprocess.PIPE,
         env=dict(env),
     )
+
+
+async def finish(
+    proc: asyncio.subprocess.Process, stdin: bytes, *, within: float
+) -> tuple[int, str, str]:
+    """Feed ``stdin`` to a piped child and wait up to ``within`` seconds for its end: exit
+    code, stdout, stderr. A child still running then is killed, and that fails the test."""
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), within)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise AssertionError(f"child {proc.pid} did not exit within {within:g} s") from None
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
