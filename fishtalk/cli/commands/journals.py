@@ -98,7 +98,7 @@ def export(
 
         text = session_page(journal)
     else:
-        text = render(summarize_journal(journal), fmt)  # type: ignore[arg-type]
+        text = render(summarize_journal(journal), next(f for f in FORMATS if f == fmt))
     if output is not None:
         output.write_text(text, "utf-8")
     else:

@@ -99,7 +99,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, get_args
 
 MarkKind: TypeAlias = Literal[
     "typed_sent",
@@ -131,15 +131,7 @@ MarkKind: TypeAlias = Literal[
     after an interrupt, the last non-silent agent frame arrived from the room.
 """
 
-MARK_KINDS: Final[tuple[MarkKind, ...]] = (
-    "typed_sent",
-    "speech_ended",
-    "audio_received",
-    "audio_heard",
-    "rtt",
-    "interrupt_flushed",
-    "interrupt_wire_stopped",
-)
+MARK_KINDS: Final[tuple[MarkKind, ...]] = get_args(MarkKind)
 
 MAX_TURNS: Final = 1000
 """Closed turns kept in :attr:`Latency.turns` (older ones are counted, not kept)."""
