@@ -26,7 +26,15 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from fishtalk.core.conversation import ErrorAdded, NoticeAdded, State, changes, initial_state
+from fishtalk.core.conversation import (
+    END_INTERRUPTED,
+    END_USER_HANGUP,
+    ErrorAdded,
+    NoticeAdded,
+    State,
+    changes,
+    initial_state,
+)
 from fishtalk.core.talk import NO_MIC, NO_MIC_TALK, TalkControl, TalkMode
 from fishtalk.engine.audio.base import NullAudio
 from fishtalk.tui import keys, screenshots
@@ -485,7 +493,7 @@ class FishtalkApp(App[int]):
         if self._quitting:
             return
         self._quitting = True
-        self.session.hangup()
+        self.session.hangup(END_INTERRUPTED if self._interrupted else END_USER_HANGUP)
         self.set_timer(QUIT_GRACE, self._leave)
 
     async def action_abort(self) -> None:
