@@ -431,10 +431,7 @@ def join_response(
     me: models.ParticipantInfo,
     others: list[models.ParticipantInfo],
 ) -> rtc.SignalResponse:
-    """The JoinResponse the SDK needs (non-zero ping settings, subscriber primary), with
-    ``fast_publish`` as current servers send it: the client negotiates its publisher
-    connection as it joins, so its first data packet (a typed turn) does not wait seconds
-    for that negotiation (issue 24)."""
+    """The JoinResponse the SDK needs (non-zero ping settings, subscriber primary)."""
     return rtc.SignalResponse(
         join=rtc.JoinResponse(
             room=room,
@@ -442,7 +439,6 @@ def join_response(
             other_participants=others,
             server_version=SERVER_VERSION,
             subscriber_primary=True,
-            fast_publish=True,
             ping_interval=session.ping_interval,
             ping_timeout=session.ping_timeout,
             server_info=server_info(),

@@ -241,6 +241,11 @@ async def run_test(
         since = window.sent_at or window.start_time
         replying = turn.action in ("say", "speak", "listen")
         first = time_to_first_text(events, since) if replying else None
+        measured = by_window.get(index) if turn.action in ("say", "speak") else None
+        if measured is not None and measured.first_text is not None:
+            # The reply's first text as the journal, export and --metrics-json show it:
+            # the reducer's waterfall (one value per reply); a listen turn has none.
+            first = measured.first_text
         if first is not None:
             result.first_text.append(first)
         heard: list[HeardTurn] = []
