@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fishtalk.core import conversation as conv
 from fishtalk.engine.journal.reader import read_journal, summarize_journal
 from fishtalk.workbench.journal.compare import diff, format_diff, list_sessions
@@ -162,3 +164,41 @@ def test_a_long_or_truncated_tool_input_is_marked_in_text_exports(tmp_path: Path
         assert "more characters]" in line
         assert "[truncated by the agent]" in line
     assert json.loads(render(summary, "json"))["tools"][0]["params"] == {"q": "x" * 4000}
+
+
+def test_the_cli_lists_failed_requests_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fishtalk.engine import paths
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    folder = paths.journal_dir()
+    folder.mkdir(parents=True)
+    _journal(folder, "20260101-000000-bbbbbb.jsonl", ["hi"])  # no grant: no session opened
+    assert _cli(capsys, "sessions")[1].startswith("no sessions yet")
+    code, out = _cli(capsys, "sessions", "--all")
+    assert code == 0
+    assert "20260101-000000-bbbbbb" in out
+
+
+def test_test_takes_the_sims_agent_settings_only_with_sim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    starter = tmp_path / "t.toml"
+    starter.write_text("[[turns]]\nsay = 'x'\n", "utf-8")
+    code, out = _cli(capsys, "test", str(starter), "--agent-setting", "think_seconds=0.1")
+    assert (code, out) == (2, "fishtalk: --agent-setting needs --sim")
+    code, out = _cli(capsys, "test", str(starter), "--sim", "--agent-setting", "nope=1")
+    assert code == 2
+    assert "agent override" in out
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """Exit code and what the command wrote (stdout, else stderr)."""
+    from fishtalk.cli.app import main
+
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    out, err = capsys.readouterr()
+    code = info.value.code
+    return (code if isinstance(code, int) else 1), (out or err).strip()
