@@ -27,6 +27,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from fishtalk.core.conversation import (
+    END_INTERRUPTED,
+    END_USER_HANGUP,
     Change,
     ErrorAdded,
     NoticeAdded,
@@ -492,7 +494,7 @@ class FishtalkApp(App[int]):
         if self._quitting:
             return
         self._quitting = True
-        self.session.hangup()
+        self.session.hangup(END_INTERRUPTED if self._interrupted else END_USER_HANGUP)
         self.set_timer(QUIT_GRACE, self._leave)
 
     async def action_abort(self) -> None:

@@ -78,8 +78,8 @@ class SessionLike(Protocol):
         """Ask for spoken replies (True) or text-only replies (False)."""
         ...
 
-    def hangup(self) -> None:
-        """End the session cleanly."""
+    def hangup(self, reason: str = "user_hangup") -> None:
+        """End the session cleanly (``reason``: the end reason recorded)."""
         ...
 
     def audio_levels(self) -> AudioLevels:

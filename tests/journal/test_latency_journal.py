@@ -156,7 +156,7 @@ def test_export_and_diff_carry_the_latency(tmp_path: Path) -> None:
     assert json.loads(render(summary, "json"))["latency"] == data["latency"]
     txt = render(summary, "txt")
     [line] = [line for line in txt.splitlines() if "Agent: Hi there." in line]
-    assert line.endswith("heard after 0.54 s)")
+    assert line.endswith("(first text 0.59 s, heard 0.54 s)")
     [agent] = [t for t in summary.turns if t.speaker == "agent"]
     assert agent.heard is not None
     assert abs(agent.heard - 0.54) < 1e-9

@@ -112,10 +112,10 @@ class ScriptedSession:
         self.commands.append("set_spoken")
         self.feed(conv.SetSpoken(spoken, self.now()))
 
-    def hangup(self) -> None:
+    def hangup(self, reason: str = conv.END_USER_HANGUP) -> None:
         """Reduce a :class:`~fishtalk.core.conversation.Hangup`."""
         self.commands.append("hangup")
-        self.feed(conv.Hangup(self.now()))
+        self.feed(conv.Hangup(self.now(), reason))
 
     def audio_levels(self) -> AudioLevels:
         """The levels set on :attr:`levels`."""

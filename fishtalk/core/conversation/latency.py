@@ -388,6 +388,23 @@ def _secs(seconds: float) -> str:
     return f"{seconds:.2f} s"
 
 
+def figure(seconds: float) -> str:
+    """A measure in words, as every front end and export writes it: ``0.43 s``."""
+    return _secs(seconds)
+
+
+def measure_words(first_text: float | None, heard: float | None) -> list[str]:
+    """A reply's measures in words, as every transcript writes them (export, diff, reports):
+    ``first text 0.43 s`` (:attr:`Waterfall.first_text`) and ``heard 0.82 s``
+    (:attr:`Waterfall.heard`), each left out when not measured."""
+    words = []
+    if first_text is not None:
+        words.append(f"first text {_secs(first_text)}")
+    if heard is not None:
+        words.append(f"heard {_secs(heard)}")
+    return words
+
+
 def _millis(seconds: float) -> str:
     return f"{seconds * 1000.0:.0f} ms"
 

@@ -103,8 +103,11 @@ def header(
     wall: float,
     front_end: str | None = None,
     spoken: bool | None = None,
+    mono: float | None = None,
 ) -> dict[str, Any]:
-    """The first record of a journal."""
+    """The first record of a journal. ``mono``: the session clock (monotonic seconds) at
+    the header, the zero of every ``t``: the reader puts the marks that events carry on the
+    session clock (a latency waterfall's) on the journal's clock with it."""
     return {
         "type": "header",
         "format": FORMAT,
@@ -120,6 +123,7 @@ def header(
         "wall": round(wall, 3),
         "front_end": front_end,
         "spoken": spoken,
+        "mono": None if mono is None else round(mono, 6),
     }
 
 

@@ -164,6 +164,7 @@ class JournalWriter:
                 wall=wall0,
                 front_end=front_end,
                 spoken=spoken,
+                mono=mono0,
             )
         )
         self._flush()

@@ -259,7 +259,7 @@ class ReplaySession:
     def set_spoken(self, spoken: bool) -> None:
         """Ignored."""
 
-    def hangup(self) -> None:
+    def hangup(self, reason: str = conv.END_USER_HANGUP) -> None:
         """Stop the playback where it is."""
         self._stop.set()
         self._wake.set()
