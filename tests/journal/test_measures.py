@@ -97,9 +97,10 @@ def _journal(tmp_path: Path, name: str, said: list[str]) -> Path:
     items.append(conv.Hangup(t))
     for inp in items:
         now[0] = inp.at
+        previous = state
         state, _ = conv.reduce(state, inp)
         writer.observe(inp)
-        writer.observe(observe.Reduced(state, inp.at))
+        writer.observe(observe.Reduced(state, inp.at, conv.changes(previous, state)))
     now[0] = t + 5.0  # the ended screen: the end is written later than the call ended
     writer.note({"type": "end", "reason": state.end_reason, "message": "You hung up."})
     writer.close()
