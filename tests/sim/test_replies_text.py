@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from fishtalk.sim.fish.interpreter import end_sentence, you_said
+from fishtalk.sim.fish.interpreter import end_sentence, machine_time_answer, you_said
 from fishtalk.sim.fish.scenario import builtin_scenario
 
 TRY = "Try 'call get_local_context', 'error' or 'goodbye'."
@@ -74,3 +76,10 @@ def test_the_demo_clock_says_it_is_fixed() -> None:
     (tool,) = [s for s in builtin_scenario("demo").steps if s.do == "tool" and s.name == "get_time"]
     assert isinstance(tool.output, dict)
     assert "fixed demo clock" in str(tool.output["clock"])
+
+
+def test_without_a_client_get_time_the_sim_tells_the_machine_time() -> None:
+    at = datetime(2026, 12, 2, 18, 36, tzinfo=UTC)
+    said = machine_time_answer(at)
+    assert "18:36" in said
+    assert "machine's clock" in said

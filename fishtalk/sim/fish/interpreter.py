@@ -15,6 +15,7 @@ import json
 import re
 import secrets
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from fishtalk.core import protocol as p
@@ -264,6 +265,10 @@ class ScenarioInterpreter:
             # tool would (the README's client-tool example, offline).
             name = "get_time" if asks_time else text.split(maxsplit=1)[1].strip()
             reply = await agent.tools.call_client(name, {}, expects_response=True)
+            if asks_time and reply.reason in ("error", "timeout"):
+                # No get_time on the client (`fishtalk demo`): the machine's own clock.
+                await agent.say(machine_time_answer(), audio=audio)
+                return
             await agent.say(reply.describe(name), audio=audio)
             return
         if lowered == "error":
@@ -285,6 +290,13 @@ _SENTENCE_END: Final = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u201
 """A text that already ends a sentence (. ! ? … and CJK stops, maybe inside quotes)."""
 
 
+def machine_time_answer(now: datetime | None = None) -> str:
+    """What the sim says the time is when the client has no ``get_time``: this machine's
+    real local time, and where it comes from."""
+    now = now or datetime.now().astimezone()
+    return f"Your client has no get_time tool; by this machine's clock it is {now:%H:%M}."
+
+
 def end_sentence(text: str) -> str:
     """``text`` as a finished sentence: a full stop added only where none ends it (a quoted
     ``What?`` never becomes ``What?.``); a trailing comma, colon or semicolon gives way."""
@@ -298,4 +310,4 @@ def you_said(text: str, then: str | None = None) -> str:
     return f"{end_sentence(said)} {then}" if then else said
 
 
-__all__ = ["ScenarioInterpreter", "end_sentence", "you_said"]
+__all__ = ["ScenarioInterpreter", "end_sentence", "machine_time_answer", "you_said"]
