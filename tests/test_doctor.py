@@ -150,6 +150,24 @@ def test_run_checks_yields_typed_results(tmp_path: Path, monkeypatch: pytest.Mon
     assert "FISH_API_KEY" in key.fix
 
 
+def test_online_doctor_does_not_say_the_key_goes_unchecked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`doctor --online` checks the key online: its key line must not say the opposite."""
+    monkeypatch.setenv("PULSE_SERVER", f"unix:{tmp_path}/nowhere")
+    monkeypatch.setenv("FISH_API_KEY", KEY)
+    # A closed port: the online check fails at once, and it is there, after the key line.
+    config = write(tmp_path, '[api]\nurl = "http://127.0.0.1:9"\n[session]\nagent_id = "a"\n')
+    checks = list(run_checks(config_path=config, online=True, mic_seconds=0, environ={}))
+    names = [c.name for c in checks]
+    assert names.index("api key") < names.index("online")
+    key = next(c for c in checks if c.name == "api key")
+    assert "not checked online" not in key.detail
+    assert "online check" in key.detail
+    offline = list(run_checks(config_path=config, mic_seconds=0, environ={}))
+    assert "not checked online" in next(c for c in offline if c.name == "api key").detail
+
+
 def test_api_key_shape() -> None:
     from fishtalk.cli.settings import Settings
 

@@ -1,13 +1,8 @@
-"""Shell completion: the completers behind PROFILE, --input-device, --scenario..."""
+"""Shell completion: the completers behind PROFILE, --input-device, --scenario, journal ids..."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fishtalk.cli.shared import load
-
-if TYPE_CHECKING:
-    pass
-
 
 # --- shell completion -----------------------------------------------------------------------
 # Completers run in the shell's completion subprocess: quick, quiet and never failing (a
@@ -65,3 +60,25 @@ def complete_scenarios(incomplete: str) -> list[str]:
     except OSError:
         return []
     return [n for n in names if n.startswith(incomplete)] + files
+
+
+def complete_journals(incomplete: str) -> list[tuple[str, str]]:
+    """``latest`` and the journal ids in the journal folder (newest first), as `export`,
+    `replay` and `diff` take them; a word that looks like a path completes ``.jsonl`` files."""
+    from fishtalk.engine import paths
+    from fishtalk.engine.journal import SUFFIX
+    from fishtalk.engine.journal.reader import LATEST
+    from fishtalk.engine.journal.writer import journal_files
+
+    if "/" in incomplete or incomplete.startswith((".", "~")):
+        typed = incomplete[: incomplete.rfind("/") + 1]  # offered as typed, "~" kept
+        try:
+            folder = Path(typed or ".").expanduser()
+            found = sorted(typed + p.name for p in folder.glob(f"*{SUFFIX}"))
+        except OSError:
+            return []
+        return [(name, "journal file") for name in found if name.startswith(incomplete)]
+    ids = [p.stem for p in reversed(journal_files(paths.journal_dir()))]
+    offered = [(LATEST, "the newest session")] if ids else []
+    offered += [(stem, "journal") for stem in ids]
+    return [(word, help) for word, help in offered if word.startswith(incomplete)]

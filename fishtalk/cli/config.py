@@ -42,6 +42,7 @@ from fishtalk.cli.settings import (
     Settings,
 )
 from fishtalk.core.errors import ConfigError
+from fishtalk.core.validation import plain_message
 from fishtalk.engine import paths
 from fishtalk.engine.tools.declared import ToolDecl
 from fishtalk.engine.tools.secret_env import (
@@ -255,7 +256,7 @@ def _describe(exc: ValidationError, sources: Sources, path: Path, file_text: str
     first = errors[0]
     loc = tuple(str(p) for p in first["loc"])
     dotted = ".".join(loc) or "settings"
-    msg = str(first["msg"]).removeprefix("Value error, ")
+    msg = plain_message(first)
     # A table-level check (two settings that conflict) blames the settings its message
     # names, wherever they came from, not whoever first opened the table.
     named = [

@@ -75,7 +75,7 @@ def run_checks(
     settings, check = check_config(config_path, profile=profile)
     yield check
     if settings is not None:
-        yield check_api_key(settings)
+        yield check_api_key(settings, online=online)
         yield check_agent(settings)
         if online:
             yield check_online(settings)
@@ -117,8 +117,9 @@ def check_config(
 _KEY_SHAPE: Final = re.compile(r"[A-Za-z0-9_\-.:]{16,256}")
 
 
-def check_api_key(settings: Settings) -> Check:
-    """Present and well formed (never shown); or public mode with an origin."""
+def check_api_key(settings: Settings, *, online: bool = False) -> Check:
+    """Present and well formed (never shown); or public mode with an origin. ``online``:
+    the online check follows, so the line says that one tells whether the key works."""
     api = settings.api
     if api.public:
         if not api.origin:
@@ -151,7 +152,8 @@ def check_api_key(settings: Settings) -> Check:
             f"present, but an unusual shape ({len(key)} characters)",
             "compare it with the key on your Fish Audio account page",
         )
-    return Check("api key", Status.OK, f"present ({len(key)} characters; not checked online)")
+    checked = "the online check below uses it" if online else "not checked online"
+    return Check("api key", Status.OK, f"present ({len(key)} characters; {checked})")
 
 
 def check_agent(settings: Settings) -> Check:

@@ -191,12 +191,23 @@ class UnexpectedResponseError(ApiError):
 
 
 class UnsupportedTransportError(FishtalkError):
-    """The grant names a transport this version cannot speak; ``transport`` holds it."""
+    """The grant names a transport this version cannot speak; ``transport`` holds it ("" when
+    the API offered none). The message has the shape of every config error: what, where,
+    and what is allowed."""
 
-    def __init__(self, transport: str) -> None:
+    def __init__(
+        self,
+        transport: str,
+        *,
+        where: str = "the session grant",
+        detail: str | None = None,
+        speaks: tuple[str, ...] = ("livekit",),
+    ) -> None:
+        what = f"unsupported transport: {transport!r}" if transport else "no supported transport"
+        said = f" ({detail})" if detail else ""
         super().__init__(
-            f"unsupported transport: {transport} (this fishtalk only speaks livekit; "
-            "a newer fishtalk may support it)"
+            f"{what} in {where}{said}: this fishtalk speaks {' or '.join(speaks)} only "
+            "(a newer fishtalk may speak more)"
         )
         self.transport = transport
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 from fishtalk.core import conversation as conv
 from fishtalk.core.talk import NO_MIC, NO_MIC_TALK, TalkControl, TalkMode
-from fishtalk.plain.render import PlainRenderer, stripped
+from fishtalk.plain.render import STATE_SETTLE, PlainRenderer, stripped
 
 if TYPE_CHECKING:
     from fishtalk.engine.session import EndResult, Session
@@ -101,7 +101,11 @@ class PlainChat:
         self._stdin = stdin
         self._stdout = stdout
         self.renderer = PlainRenderer(
-            stdout, stream_agent=stream_agent, on_closed=self._output_closed, latency=latency
+            stdout,
+            stream_agent=stream_agent,
+            on_closed=self._output_closed,
+            latency=latency,
+            settle=STATE_SETTLE,
         )
         self._approvals: deque[_Pending] = deque()
         """Questions waiting for an answer, oldest first; only the oldest is on screen."""

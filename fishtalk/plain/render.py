@@ -9,6 +9,7 @@ Every piece of remote text is stripped of control characters and escape sequence
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import Final, TextIO
 
@@ -27,6 +28,22 @@ _SILENT_NOTICES: Final = frozenset(
 )
 """Notices plain mode does not print: the status lines say the first three, and the line
 saying how the session ended says the last (once)."""
+
+
+STATE_SETTLE: Final = 0.25
+"""Seconds an agent state must hold before line mode prints it: the agent's quick
+speaking/listening/speaking between two lines of one answer is no news to a reader."""
+
+
+def _tool_outcome(card: conv.ToolCard) -> str | None:
+    """What a finished card says (its error or result, from either side); None while it
+    runs. The agent's completion after the client's own result says the same thing."""
+    if card.display_status == "running":
+        return None
+    detail = card.error or card.output
+    if card.client is not None and detail is None:
+        detail = card.client.error or card.client.result_preview
+    return detail or ""
 
 
 def _tool_line(card: conv.ToolCard) -> str:
@@ -70,6 +87,13 @@ class PlainRenderer:
     under the line that answers the turn (the waterfall's ``segment_id``, bound by the
     reducer's one rule), held until that line is printed; the greeting gets none.
 
+    Agent states: ``* connected`` always comes first, and with ``settle`` (seconds) a state
+    is printed only once it has held that long (or another line is due first): a flicker
+    that returns to the state on screen prints nothing. The hold runs on the event loop
+    when there is one, else on the states' own clock (replay). A tool card prints when it
+    starts and once when its outcome is known (the client's result and the agent's
+    completion that repeats it are one outcome).
+
     A closed output (a reader that went away, as with ``| head``) is not an error: the
     renderer stops writing, sets :attr:`closed` and calls ``on_closed`` once.
     """
@@ -81,8 +105,18 @@ class PlainRenderer:
         stream_agent: bool,
         on_closed: Callable[[], None] | None = None,
         latency: bool = False,
+        settle: float = 0.0,
     ) -> None:
         self._out = out
+        self._settle = settle
+        self._connected = False
+        """``* connected`` is on screen: agent states may follow it."""
+        self._shown_state: str | None = None
+        self._pending_state: tuple[str, float] | None = None
+        """An agent state not printed yet, and when (session clock) it began."""
+        self._timer: asyncio.TimerHandle | None = None
+        self._outcomes: dict[str, str] = {}
+        """Tool cards whose outcome is printed (call id -> what it said)."""
         self._stream = stream_agent
         self._latency = latency
         self._on_closed = on_closed
@@ -102,8 +136,11 @@ class PlainRenderer:
     def render(self, state: conv.State, events: Sequence[conv.Change] = ()) -> None:
         """Write ``events`` (what the reduction that made ``state`` changed: a session
         listener), and what waited for ``state``; with no events, only the latter."""
+        self._settle_due(state.clock.now)
         for event in events:
             self._show(event, state)
+        if state.ended:
+            self._emit_state()
         if self._held and (state.ended or not _agent_busy(state)):
             held, self._held = self._held, []
             for text in held:
@@ -135,8 +172,11 @@ class PlainRenderer:
         if isinstance(event, conv.StatusChanged):
             if event.status in ("connected", "reconnecting"):
                 self.line(f"* {event.status}")
+                self._connected = self._connected or event.status == "connected"
+                self._hold_state(state.clock.now)
         elif isinstance(event, conv.AgentStateChanged):
-            self.line(f"* agent {stripped(event.agent_state)}")
+            self._pending_state = (stripped(event.agent_state), state.clock.now)
+            self._hold_state(state.clock.now)
         elif isinstance(event, conv.NoticeAdded):
             if event.notice.kind not in _SILENT_NOTICES:
                 self.line(f"* {stripped(event.notice.text)}")
@@ -152,12 +192,19 @@ class PlainRenderer:
             self._note_for(event.segment.segment_id, state)
         elif isinstance(event, conv.SegmentInterrupted):
             self._note_for(event.segment.segment_id, state)
-        elif isinstance(event, conv.ToolCardAdded):
-            self.line(_tool_line(event.card))
-        elif isinstance(event, conv.ToolCardChanged):
-            line = _tool_line(event.card)
-            if line != _tool_line(event.previous):
-                self.line(line)
+        elif isinstance(event, conv.ToolCardAdded | conv.ToolCardChanged):
+            card = event.card
+            outcome = _tool_outcome(card)
+            said = self._outcomes.get(card.call_id)
+            if said is not None and outcome in (None, said):
+                return  # its outcome is on screen already
+            if isinstance(event, conv.ToolCardChanged) and _tool_line(card) == _tool_line(
+                event.previous
+            ):
+                return
+            if outcome is not None:
+                self._outcomes[card.call_id] = outcome
+            self.line(_tool_line(card))
         elif isinstance(event, conv.ErrorAdded):
             error = event.error
             if state.ended and error.code == state.end_reason:
@@ -200,8 +247,57 @@ class PlainRenderer:
         elif seg.text.strip():
             self.line(f"agent: {stripped(seg.text)}{mark}")
 
+    # --- agent states: printed once settled ----------------------------------------------
+
+    def _hold_state(self, now: float) -> None:
+        """Print the pending state now (no settle time), or once it has held."""
+        if self._pending_state is None or not self._connected:
+            return
+        if self._settle <= 0:
+            self._emit_state()
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (replay): the states' clock settles it, in _settle_due
+        self._timer = loop.call_later(self._settle, self._settled)
+
+    def _settled(self) -> None:
+        self._timer = None
+        self._emit_state()
+        self.flush()
+
+    def _settle_due(self, now: float) -> None:
+        pending = self._pending_state
+        if pending is not None and now - pending[1] >= self._settle:
+            self._emit_state()
+
+    def _emit_state(self) -> None:
+        """Print the pending agent state, unless it is the one on screen already."""
+        pending, self._pending_state = self._pending_state, None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if pending is None:
+            return
+        if not self._connected:
+            self._pending_state = pending  # `* connected` comes first
+            return
+        if pending[0] != self._shown_state:
+            self._shown_state = pending[0]
+            self._put(f"* agent {pending[0]}")
+
     def line(self, text: str) -> None:
-        """Write one line, first ending a reply that is streaming on the current line."""
+        """Write one line (after any agent state that is due first), first ending a reply
+        that is streaming on the current line."""
+        if self._connected:
+            self._emit_state()
+        self._put(text)
+
+    def _put(self, text: str) -> None:
         if self._streaming is not None:
             # Another line interrupts a streaming reply: finish the line; the whole reply
             # is printed again when it is done.
@@ -235,4 +331,4 @@ class PlainRenderer:
             self._on_closed()
 
 
-__all__ = ["PlainRenderer", "stripped"]
+__all__ = ["STATE_SETTLE", "PlainRenderer", "stripped"]

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from fishtalk.core import conversation as conv
 from fishtalk.engine.journal.reader import Journal
-from fishtalk.plain.render import PlainRenderer
+from fishtalk.plain.render import STATE_SETTLE, PlainRenderer
 from fishtalk.workbench.journal.replay import delays, states
 
 
@@ -24,7 +24,7 @@ def play_plain(
     is the caller's."""
     spoken = journal.header.get("spoken")
     played = list(states(journal, spoken=bool(spoken)))
-    renderer = PlainRenderer(out, stream_agent=out.isatty())
+    renderer = PlainRenderer(out, stream_agent=out.isatty(), settle=STATE_SETTLE)
     state = conv.initial_state(spoken=bool(spoken))
     for wait, (_, state, events) in zip(
         delays([t for t, _, _ in played], speed), played, strict=True

@@ -71,7 +71,7 @@ def test_heard_budgets_are_validated() -> None:
         "t.toml:3: expect: p95_heard needs a say or speak turn to measure"
     )
     assert error_of('[[turns]]\nsay = "hi"\nexpect.max_heard = 0\n').startswith(
-        "t.toml:3: turns[1].expect.max_heard: Input should be greater than 0"
+        "t.toml:3: turns[1].expect.max_heard: must be more than 0"
     )
     assert "unknown key" in error_of('[[turns]]\nsay = "hi"\nexpect.max_heard_ms = 1\n')
 

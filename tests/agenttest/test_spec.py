@@ -34,7 +34,7 @@ def test_errors_name_file_line_and_key() -> None:
     assert error_of(text).startswith("t.toml:6: turns[2].expect: regex does not compile")
     assert error_of('[[turns]]\nsay = "a"\nsya = 1\n') == "t.toml:3: turns[1].sya: unknown key"
     assert error_of("timeout = -1\n[[turns]]\nhangup = true\n").startswith(
-        "t.toml:1: timeout: Input should be greater than 0"
+        "t.toml:1: timeout: must be more than 0"
     )
     assert error_of("[[turns]]\nsay = 'a'\nhangup = true\n") == (
         "t.toml:1: turns[1]: a turn needs exactly one of say, speak, listen, wait, wait_for_state, "

@@ -206,7 +206,11 @@ async def test_unknown_transport_is_rejected(api_server: ScriptedServer) -> None
     api_server.script(Reply(201, {"transport": "webtransport", "session_id": "s", "url": "x"}))
     with pytest.raises(UnsupportedTransportError) as info:
         await create(key_client(api_server))
-    assert "unsupported transport: webtransport" in str(info.value)
+    # The shape of every config error: what, where, what is allowed.
+    said = str(info.value)
+    assert said.startswith("unsupported transport: 'webtransport' in the session grant from ")
+    assert api_server.url in said
+    assert said.endswith("this fishtalk speaks livekit only (a newer fishtalk may speak more)")
     assert info.value.transport == "webtransport"
     assert exit_code_for(None, info.value) == EXIT_REJECTED
 
@@ -402,8 +406,11 @@ async def test_409_unsupported_transport_code(api_server: ScriptedServer) -> Non
             409, {"status": 409, "message": "No common transport", "code": "unsupported_transport"}
         )
     )
-    with pytest.raises(UnsupportedTransportError, match="unsupported transport"):
+    with pytest.raises(UnsupportedTransportError) as info:
         await create(key_client(api_server))
+    said = str(info.value)
+    assert said.startswith("no supported transport in the session API's answer at ")
+    assert "(No common transport): this fishtalk speaks livekit only" in said
 
 
 async def test_415_bare(api_server: ScriptedServer) -> None:

@@ -152,3 +152,19 @@ def test_install_completion_writes_the_script_and_sources_it(tmp_path: Path) -> 
     script = home / ".bash_completions" / "fishtalk.sh"
     assert "_FISHTALK_COMPLETE=complete_bash" in script.read_text(encoding="utf-8")
     assert str(script) in (home / ".bashrc").read_text(encoding="utf-8")
+
+
+def test_journal_ids_and_latest_complete(tmp_path: Path) -> None:
+    """export, replay and diff take a journal id or ``latest``: completion offers them."""
+    folder = tmp_path / "state" / "fishtalk" / "journal"
+    folder.mkdir(parents=True)
+    for stem in ("20261130-233702-abcdef", "20261201-101010-123456"):
+        (folder / f"{stem}.jsonl").write_text("", encoding="utf-8")
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    newest_first = ["latest", "20261201-101010-123456", "20261130-233702-abcdef"]
+    assert complete("fishtalk export ", tmp_path, **env) == newest_first
+    assert complete("fishtalk replay 2026113", tmp_path, **env) == ["20261130-233702-abcdef"]
+    assert complete("fishtalk diff latest ", tmp_path, **env) == newest_first
+    assert complete("fishtalk export l", tmp_path, **env) == ["latest"]
+    (tmp_path / "saved.jsonl").write_text("", encoding="utf-8")
+    assert complete("fishtalk export ./s", tmp_path, **env) == ["./saved.jsonl"]

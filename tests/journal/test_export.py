@@ -180,6 +180,9 @@ def test_sessions_lists_past_sessions(
     assert row[0] == "20261130-233702-abcdef"
     assert "everything" in row
     assert row[-1] == "user_hangup"
+    assert out.splitlines()[-1].endswith(
+        "fishtalk export ID --format html -o session.html, then open session.html"
+    )
     code, out, _err = run(capsys, "sessions", "--json")
     rows = [json.loads(line) for line in out.splitlines()]
     assert rows[1]["agent_id"] == "everything"

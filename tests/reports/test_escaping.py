@@ -52,7 +52,9 @@ def assert_inert(page: str) -> None:
     for tag, name, value in parsed.attrs:
         assert not name.startswith("on"), (tag, name)
         if name in ("href", "src", "action"):
-            assert value.startswith(("data:audio/wav;base64,", "file:", "report-sessions/")), value
+            assert value.startswith(
+                ("data:audio/ogg;codecs=opus;base64,", "file:", "report-sessions/")
+            ), value
 
 
 class Tags(HTMLParser):
@@ -96,7 +98,7 @@ def test_hostile_session_page_is_inert(tmp_path: Path) -> None:
     assert_inert(page)
     assert_policy(page)
     assert esc(BIG) in page  # shown whole, escaped
-    assert 'src="data:audio/wav;base64,' in page
+    assert 'src="data:audio/ogg;codecs=opus;base64,' in page
     assert "interrupted" in page
     assert "truncated" in page
 

@@ -247,9 +247,9 @@ def test_agent_setting_applies_to_every_scenario_and_is_shown() -> None:
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ("think_seconds=-1", "agent override think_seconds: Input should be greater than"),
-        ("thinking=1", "agent override thinking: Extra inputs are not permitted"),
-        ("audio_chunk_ms=15", "agent override audio_chunk_ms: Input should be a multiple of 10"),
+        ("think_seconds=-1", "agent override think_seconds: must be"),
+        ("thinking=1", "agent override thinking: is not a known setting"),
+        ("audio_chunk_ms=15", "agent override audio_chunk_ms: must be a multiple of 10"),
         ("think_seconds", "agent setting 'think_seconds': expected KEY=VALUE"),
     ],
 )

@@ -37,7 +37,7 @@ commands = typer.Typer()
     short_help="Talk to a simulated agent on this machine (no account needed).",
     help=(
         "Talk to a simulated agent running on this machine (no account needed).\n\n"
-        "The built-in demo is a one-minute tour of what a Fish agent can send a client "
+        "The built-in demo is a two-minute tour of what a Fish agent can send a client "
         "(speech and transcripts, tool calls, client tools, states, errors, a dropped "
         "connection), then free conversation. Type at any time; F1 lists the keys, Ctrl+X "
         "hangs up."

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from fishtalk.cli.completion import complete_journals
 from fishtalk.cli.exits import EXIT_ERROR, EXIT_USAGE
 from fishtalk.cli.options import PlainOption
 
@@ -16,6 +17,12 @@ if TYPE_CHECKING:
 
 commands = typer.Typer()
 """This module's top-level commands (app.py registers them on the one app)."""
+
+OPEN_PAGE_HINT = (
+    "See one as a page (transcript, timings, audio): "
+    "fishtalk export ID --format html -o session.html, then open session.html"
+)
+"""Printed under `fishtalk sessions`: how to open a session's HTML page."""
 
 # --- journals -----------------------------------------------------------------------------
 
@@ -51,7 +58,8 @@ def sessions(
     ] = False,
 ) -> None:
     """List past sessions from their journals, newest first: id, when, agent, duration,
-    turns, tools, errors and how each ended. Pass an id to `fishtalk export`."""
+    turns, tools, errors and how each ended. Pass an id to `fishtalk export` (with
+    `--format html`, one page to open in a browser), `replay` or `diff`."""
     from fishtalk.workbench.journal.compare import format_sessions, list_sessions
 
     directory = _journal_dir()
@@ -64,6 +72,7 @@ def sessions(
         typer.echo(f"no sessions yet (journals are kept in {directory})")
         return
     typer.echo(format_sessions(rows), nl=False)
+    typer.echo(f"\n{OPEN_PAGE_HINT}")
 
 
 @commands.command("export", short_help="Print a past session as md, txt, json, srt, vtt or html.")
@@ -71,7 +80,9 @@ def export(
     ref: Annotated[
         str,
         typer.Argument(
-            metavar="ID|FILE", help="A journal id from `fishtalk sessions`, a session id or a file."
+            metavar="ID|FILE",
+            help="A journal id from `fishtalk sessions`, latest, a session id or a file.",
+            autocompletion=complete_journals,
         ),
     ],
     fmt: Annotated[
@@ -115,8 +126,22 @@ def export(
 
 @commands.command("diff", short_help="Line up two sessions turn by turn and show what differs.")
 def diff(
-    a: Annotated[str, typer.Argument(metavar="A", help="Journal id, session id or file.")],
-    b: Annotated[str, typer.Argument(metavar="B", help="Journal id, session id or file.")],
+    a: Annotated[
+        str,
+        typer.Argument(
+            metavar="A",
+            help="Journal id, latest, session id or file.",
+            autocompletion=complete_journals,
+        ),
+    ],
+    b: Annotated[
+        str,
+        typer.Argument(
+            metavar="B",
+            help="Journal id, latest, session id or file.",
+            autocompletion=complete_journals,
+        ),
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
 ) -> None:
     """Compare two sessions turn by turn: transcript text, tools called (name and params)
@@ -144,7 +169,14 @@ def diff(
 
 @commands.command("replay", short_help="Play a past session back in line mode, with its timing.")
 def replay(
-    ref: Annotated[str, typer.Argument(metavar="ID|FILE", help="Journal id, session id or file.")],
+    ref: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID|FILE",
+            help="Journal id, latest, session id or file.",
+            autocompletion=complete_journals,
+        ),
+    ],
     speed: Annotated[
         float,
         typer.Option(

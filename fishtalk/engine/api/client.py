@@ -130,7 +130,8 @@ class SessionClient:
                 "that is not JSON; is the API URL right?",
                 status=reply.status,
             )
-        return parse_grant(data, now=now)
+        where = f"the session grant from {self._base_url} for agent {clean(request.agent_id)}"
+        return parse_grant(data, now=now, where=where)
 
     async def end_session(self, session_id: str) -> None:
         """Force-end a session (``204``); raises :class:`NotFoundError` for an unknown id."""

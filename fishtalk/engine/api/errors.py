@@ -129,9 +129,8 @@ def raise_for(caller: Caller, reply: Reply, *, subject: tuple[str, str]) -> NoRe
         raise NotFoundError(f"{what} not found (or it belongs to another team)", **kw)
     if status == 409:
         if reason == "unsupported_transport":
-            raise UnsupportedTransportError(
-                f"none offered for this client ({detail or 'HTTP 409'})"
-            )
+            where = f"the session API's answer at {caller.base_url} for {what}"
+            raise UnsupportedTransportError("", where=where, detail=detail or "HTTP 409")
         if "publish" in text:
             raise ConflictError(f"{what} has no published version; publish it first", **kw)
         raise ConflictError(f"conflict for {what}{said or ' (HTTP 409)'}", **kw)

@@ -131,12 +131,15 @@ SUPPORTED_TRANSPORTS: Final = ("livekit",)
 _GRANT_ADAPTER: Final[TypeAdapter[LiveKitGrant]] = TypeAdapter(SessionGrant)
 
 
-def parse_grant(data: object, *, now: datetime | None = None) -> LiveKitGrant:
+def parse_grant(
+    data: object, *, now: datetime | None = None, where: str = "the session grant"
+) -> LiveKitGrant:
     """Validate a session-creation response body and check it is still joinable.
 
     Raises :class:`UnsupportedTransportError` for an unknown ``transport``,
     :class:`SessionExpiredError` when ``expires_at`` has passed (at ``now``), and
-    :class:`UnexpectedResponseError` for anything else that is not a grant.
+    :class:`UnexpectedResponseError` for anything else that is not a grant. ``where`` names
+    the grant's source in messages.
     """
     if not isinstance(data, Mapping):
         raise UnexpectedResponseError(
@@ -148,7 +151,7 @@ def parse_grant(data: object, *, now: datetime | None = None) -> LiveKitGrant:
             "the session API returned a grant without a transport", status=201
         )
     if transport not in SUPPORTED_TRANSPORTS:
-        raise UnsupportedTransportError(clean(transport, limit=60))
+        raise UnsupportedTransportError(clean(transport, limit=60), where=where)
     try:
         grant = _GRANT_ADAPTER.validate_python(data)
     except ValidationError as exc:

@@ -28,6 +28,7 @@ from pydantic import (
 
 from fishtalk.core.errors import ConfigError
 from fishtalk.core.protocol import TOOL_NAME_PATTERN
+from fishtalk.core.validation import plain_message
 from fishtalk.engine import paths
 from fishtalk.engine.tools.registry import MAX_TOOL_TIMEOUT
 
@@ -157,7 +158,7 @@ def read_config_tools(
     except ValidationError as exc:
         first = exc.errors(include_input=False, include_url=False)[0]
         dotted = ".".join(["tools", *(str(p) for p in first["loc"])])
-        msg = str(first["msg"]).removeprefix("Value error, ")
+        msg = plain_message(first)
         raise ConfigError(f"invalid setting {dotted} in {path}: {msg}") from None
     except ValueError as exc:
         raise ConfigError(f"invalid setting tools in {path}: {exc}") from None

@@ -15,6 +15,7 @@ import json
 import re
 import secrets
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from fishtalk.core import protocol as p
@@ -258,21 +259,55 @@ class ScenarioInterpreter:
         if lowered in {"bye", "goodbye", "hang up", "hangup"}:
             await agent.say("Goodbye!", audio=audio)
             await agent.end("agent_hangup")
-        if lowered.startswith(("call ", "tool ")):
-            name = text.split(maxsplit=1)[1].strip()
+        asks_time = _ASKS_TIME.search(lowered) is not None
+        if lowered.startswith(("call ", "tool ")) or asks_time:
+            # "What time is it?" asks the client's get_time, as an agent with that client
+            # tool would (the README's client-tool example, offline).
+            name = "get_time" if asks_time else text.split(maxsplit=1)[1].strip()
             reply = await agent.tools.call_client(name, {}, expects_response=True)
+            if asks_time and reply.reason in ("error", "timeout"):
+                # No get_time on the client (`fishtalk demo`): the machine's own clock.
+                await agent.say(machine_time_answer(), audio=audio)
+                return
             await agent.say(reply.describe(name), audio=audio)
             return
         if lowered == "error":
             await agent.send(p.AgentError(code="provider_error"))
             await agent.say("I just sent you a provider_error event.", audio=audio)
             return
-        answer = f"You said: {text}"
+        then = None
         if mid_script:
-            answer += ". I'll carry on with what I was showing you; then we can talk."
+            then = "I'll carry on with what I was showing you; then we can talk."
         elif self._replies == 1:
-            answer += ". Try 'call get_local_context', 'error' or 'goodbye'."
-        await agent.say(answer, audio=audio)
+            then = "Try 'call get_local_context', 'error' or 'goodbye'."
+        await agent.say(you_said(text, then), audio=audio)
 
 
-__all__ = ["ScenarioInterpreter"]
+_ASKS_TIME: Final = re.compile(r"\bwhat time is it\b|\bwhat's the time\b|\bthe time now\b")
+"""A question about the time: the sim asks the client's ``get_time`` tool."""
+
+_SENTENCE_END: Final = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
+"""A text that already ends a sentence (. ! ? … and CJK stops, maybe inside quotes)."""
+
+
+def machine_time_answer(now: datetime | None = None) -> str:
+    """What the sim says the time is when the client has no ``get_time``: this machine's
+    real local time, and where it comes from."""
+    now = now or datetime.now().astimezone()
+    return f"Your client has no get_time tool; by this machine's clock it is {now:%H:%M}."
+
+
+def end_sentence(text: str) -> str:
+    """``text`` as a finished sentence: a full stop added only where none ends it (a quoted
+    ``What?`` never becomes ``What?.``); a trailing comma, colon or semicolon gives way."""
+    text = text.rstrip().rstrip(",;:").rstrip()
+    return text if not text or _SENTENCE_END.search(text) else f"{text}."
+
+
+def you_said(text: str, then: str | None = None) -> str:
+    """The echo answer: ``You said: TEXT`` as a sentence, then ``then`` if given."""
+    said = f"You said: {text.strip()}"
+    return f"{end_sentence(said)} {then}" if then else said
+
+
+__all__ = ["ScenarioInterpreter", "end_sentence", "machine_time_answer", "you_said"]

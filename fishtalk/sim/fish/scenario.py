@@ -100,6 +100,7 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from fishtalk.core.errors import ScenarioError
+from fishtalk.core.validation import plain_message
 
 
 class _Model(BaseModel):
@@ -354,7 +355,7 @@ def _describe(exc: ValidationError) -> str:
     first = exc.errors(include_url=False)[0]
     loc = ".".join(str(p) for p in first["loc"] if not str(p)[0].isupper())
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{loc or 'top level'}: {first['msg']}{more}"
+    return f"{loc or 'top level'}: {plain_message(first)}{more}"
 
 
 def parse_scenario(text: str, *, source: str = "<scenario>", name: str | None = None) -> Scenario:

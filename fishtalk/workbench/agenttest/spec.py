@@ -66,6 +66,7 @@ from pydantic import (
 )
 
 from fishtalk.core.errors import TestFileError
+from fishtalk.core.validation import plain_message
 
 DEFAULT_TIMEOUT: Final = 30.0
 """Seconds each turn may take unless the file says otherwise."""
@@ -360,7 +361,7 @@ def parse_test(text: str, *, source: str = "<test>", name: str | None = None) ->
         loc = tuple(first["loc"])
         line = _line_of(text, loc)
         where = f"{source}:{line}" if line else source
-        message = first["msg"].removeprefix("Value error, ")
+        message = plain_message(first)
         if first["type"] == "extra_forbidden":
             message = "unknown key"
         raise TestFileError(f"{where}: {_key_of(loc)}: {message}") from None

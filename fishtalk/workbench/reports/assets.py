@@ -60,7 +60,8 @@ border:1px solid var(--line);border-radius:6px}
 .strip .agent{stroke:var(--agent);stroke-width:1.5}.strip .axis{stroke:var(--line)}
 .strip .head{fill:var(--bad)}
 .legend{color:var(--muted);font-size:.8rem}
-svg.chart{width:100%;height:auto;display:block;max-width:760px}
+svg.chart{width:100%;height:auto;display:block;max-width:760px;min-width:520px}
+.chart-box{overflow-x:auto;max-width:100%}
 svg text{fill:var(--fg);font:11px system-ui,sans-serif}
 svg text.dim{fill:var(--muted)}
 svg .bar{fill:var(--agent)}svg .bar.s0{fill:var(--mark)}svg .bar.s1{fill:var(--tool)}

@@ -60,6 +60,12 @@ def span(waterfall: Mapping[str, object]) -> float:
     return max((at for _, at in marks(waterfall)), default=0.0)
 
 
+def _boxed(parts: list[str]) -> str:
+    """A chart in a box that scrolls sideways on a narrow screen, so its text keeps a
+    readable size instead of shrinking with the width."""
+    return '<div class="chart-box">' + "".join(parts) + "</div>"
+
+
 def waterfall_svg(waterfall: Mapping[str, object], scale_ms: float) -> str:
     """One turn's waterfall: a row per mark, its bar from the previous mark to this one."""
     rows = marks(waterfall)
@@ -93,7 +99,7 @@ def waterfall_svg(waterfall: Mapping[str, object], scale_ms: float) -> str:
         )
         previous = at
     parts.append("</svg>")
-    return "".join(parts)
+    return _boxed(parts)
 
 
 def _ticks(scale: float) -> list[float]:
@@ -148,7 +154,7 @@ def histogram_svg(values_ms: Sequence[float], p50: float | None, p95: float | No
                 f"{name} {esc(ms(value))}</text>"
             )
     parts.append("</svg>")
-    return "".join(parts)
+    return _boxed(parts)
 
 
 def waveform_svg(mic: Sequence[float], agent: Sequence[float], duration: float) -> str:

@@ -9,6 +9,7 @@ what ``fishtalk export`` says. Pure: :func:`session_page` returns the text.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,20 @@ def waterfalls(turns: list[dict[str, Any]]) -> str:
     return "".join(blocks)
 
 
+def when(started_at: str | None) -> str:
+    """The journal's ISO start time as a person reads it: ``2026-12-02 02:22:02 +00:00``
+    (the session's own offset kept; anything unparsable shown as it is)."""
+    if not started_at:
+        return "?"
+    try:
+        at = datetime.fromisoformat(started_at)
+    except ValueError:
+        return started_at
+    offset = at.strftime("%z")  # "+0000", or "" without a zone
+    zone = f" {offset[:3]}:{offset[3:5]}" if offset else ""
+    return f"{at:%Y-%m-%d %H:%M:%S}{zone}"
+
+
 def _header(summary: JournalSummary) -> str:
     journal: Journal = summary.journal
     head = journal.header
@@ -132,7 +147,7 @@ def _header(summary: JournalSummary) -> str:
         ended += f": {summary.end_message}"
     rows = [
         ("Agent", esc(summary.agent_id or "?")),
-        ("When", esc(summary.started_at or "?")),
+        ("When", esc(when(summary.started_at))),
         ("Duration", esc(clock(summary.duration))),
         ("Ended", esc(ended)),
         ("Session", esc(journal.session_id or "?")),
@@ -203,4 +218,4 @@ def session_page(journal: Journal, audio: Path | None = None) -> str:
     return document(title, "\n".join(body))
 
 
-__all__ = ["session_page", "transcript", "waterfalls"]
+__all__ = ["session_page", "transcript", "waterfalls", "when"]
