@@ -80,6 +80,9 @@ def test_a_test_file_passes_against_livekit_agents(lk_sim: SimInfo, tmp_path: Pa
         and ev["segment"].get("role") == "user"
         and not ev["segment"].get("typed")
     ]
-    assert any("hearing" in ev["segment"]["text"] and not ev["segment"]["final"] for ev in user), user
+    assert any("hearing" in ev["segment"]["text"] and not ev["segment"]["final"] for ev in user), (
+        user
+    )
     finals = [ev for ev in user if ev["segment"]["final"]]
-    assert finals and finals[-1]["segment"]["text"].startswith("heard"), user
+    assert finals, user
+    assert finals[-1]["segment"]["text"].startswith("heard"), user

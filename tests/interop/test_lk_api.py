@@ -6,6 +6,7 @@ reach the client as Fish client tools."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 from pydantic import JsonValue
@@ -39,7 +40,7 @@ async def test_a_reply_streams_word_by_word_then_finalizes(lk_sim: SimInfo) -> N
     # RoomIO writes each word as its audio plays: the text grew in several steps, each a
     # prefix of the next, before the line was final.
     assert len(grew) >= 3, grew
-    assert all(b.startswith(a) for a, b in zip(grew, grew[1:], strict=False)), grew
+    assert all(b.startswith(a) for a, b in itertools.pairwise(grew)), grew
     assert states[:2] == ["initializing", "listening"], states
     turn = states[states.index("thinking") :]
     assert turn[:3] == ["thinking", "speaking", "listening"], states

@@ -39,10 +39,10 @@ from typing import Any, Final
 from livekit import rtc
 from livekit.agents import Agent, AgentSession, RunContext, ToolError, function_tool, room_io
 from livekit.plugins import silero
-from support.lk_plugins import EnergySTT, EspeakTTS, ScriptedLLM, ToolCall
 
 from fishtalk.sim.fish.sessions import SimSession
 from fishtalk.sim.livekit.server import SimServer
+from support.lk_plugins import EnergySTT, EspeakTTS, ScriptedLLM, ToolCall
 
 GREETING: Final = "Hello from livekit agents."
 TABLE: Final = {

@@ -67,7 +67,9 @@ class ScriptedLLM(llm.LLM):
         tool_choice: NotGivenOr[llm.ToolChoice] = NOT_GIVEN,
         extra_kwargs: NotGivenOr[dict[str, Any]] = NOT_GIVEN,
     ) -> llm.LLMStream:
-        return _ScriptedStream(self, chat_ctx=chat_ctx, tools=tools or [], conn_options=conn_options)
+        return _ScriptedStream(
+            self, chat_ctx=chat_ctx, tools=tools or [], conn_options=conn_options
+        )
 
     def answer(self, chat_ctx: llm.ChatContext) -> Answer:
         """What to do for the conversation so far."""
@@ -188,12 +190,16 @@ class _EnergyStream(stt.RecognizeStream):
                 sound += seconds
                 quiet = 0.0
                 if sound >= next_interim:
-                    self._send(stt.SpeechEventType.INTERIM_TRANSCRIPT, f"hearing {sound:.1f} s of sound")
+                    self._send(
+                        stt.SpeechEventType.INTERIM_TRANSCRIPT, f"hearing {sound:.1f} s of sound"
+                    )
                     next_interim += INTERIM_EVERY
             elif sound > 0.0:
                 quiet += seconds
                 if quiet >= QUIET_AFTER:
-                    self._send(stt.SpeechEventType.FINAL_TRANSCRIPT, f"heard {sound:.1f} s of sound")
+                    self._send(
+                        stt.SpeechEventType.FINAL_TRANSCRIPT, f"heard {sound:.1f} s of sound"
+                    )
                     self._send(stt.SpeechEventType.END_OF_SPEECH, "")
                     sound = quiet = 0.0
                     next_interim = INTERIM_EVERY

@@ -1,9 +1,10 @@
 """Forwarding between a room's participants: published tracks, data packets, speakers.
 
 A published track is relayed to every other participant once their subscriber connection
-is up, and the publisher is told (``TrackSubscribed``); a data packet goes to its destinations, stamped with the sender (an agent may speak
-for another participant); the level of relayed audio drives ``speakers_changed`` like
-livekit-server does. Presence updates go to the room through :meth:`Relay.broadcast`.
+is up, and the publisher is told (``TrackSubscribed``); a data packet goes to its
+destinations, stamped with the sender (an agent may speak for another participant); the
+level of relayed audio drives ``speakers_changed`` like livekit-server does. Presence
+updates go to the room through :meth:`Relay.broadcast`.
 """
 
 from __future__ import annotations
