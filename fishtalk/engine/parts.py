@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import SecretStr
 
@@ -138,6 +138,21 @@ class LiveKitTarget:
         )
         source.check()
         return source
+
+    def session_options(self) -> dict[str, Any]:
+        """The :class:`fishtalk.AgentSession` keyword arguments for this target."""
+
+        def reveal(value: SecretStr | None) -> str | None:
+            return value.get_secret_value() if value is not None else None
+
+        return {
+            "livekit_url": self.url,
+            "token": reveal(self.token),
+            "livekit_api_key": reveal(self.api_key),
+            "livekit_api_secret": reveal(self.api_secret),
+            "room": self.room,
+            "protocol": self.protocol,
+        }
 
 
 def livekit_target(
