@@ -184,9 +184,24 @@ class InteropAgent(Agent):
 
 
 async def run_agent(session: SimSession, server: SimServer, on_end: Callable[[], None]) -> None:
-    """Join ``session``'s room as its agent, greet the user, converse until the end."""
+    """Join ``session``'s room as its agent (the endpoint's token), greet the user,
+    converse until the end (``run_sim``'s ``agent`` option)."""
+    await join(server.ws_url, session.agent_token, session.user_identity, on_end)
+
+
+async def join(
+    url: str,
+    token: str,
+    user_identity: str | None,
+    on_end: Callable[[], None] = lambda: None,
+    *,
+    greet: bool = True,
+) -> None:
+    """Join the room ``token`` is for as the agent, through RoomIO; greet
+    ``user_identity`` (None: the first participant) once there (unless ``greet`` is
+    False); converse until the user hangs up (Fish) or leaves (RoomIO closes the session)."""
     room = rtc.Room()
-    await room.connect(server.ws_url, session.agent_token)
+    await room.connect(url, token)
     agent_session: AgentSession = AgentSession(
         stt=EnergySTT(), llm=ScriptedLLM(TABLE), tts=EspeakTTS(), vad=vad()
     )
@@ -201,8 +216,9 @@ async def run_agent(session: SimSession, server: SimServer, on_end: Callable[[],
             room=room,
             room_options=room_io.RoomOptions(delete_room_on_close=False),
         )
-        await _user_joined(room, session.user_identity)
-        agent_session.say(GREETING)
+        await _user_joined(room, user_identity)
+        if greet:
+            agent_session.say(GREETING)
         done = {asyncio.ensure_future(closed.wait()), asyncio.ensure_future(bridge.ended.wait())}
         _, pending = await asyncio.wait(done, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
@@ -215,15 +231,15 @@ async def run_agent(session: SimSession, server: SimServer, on_end: Callable[[],
             await room.disconnect()
 
 
-async def _user_joined(room: rtc.Room, identity: str) -> None:
+async def _user_joined(room: rtc.Room, identity: str | None) -> None:
     joined = asyncio.Event()
 
     def seen(participant: rtc.RemoteParticipant) -> None:
-        if participant.identity == identity:
+        if identity is None or participant.identity == identity:
             joined.set()
 
     room.on("participant_connected", seen)
-    if identity in room.remote_participants:
+    if (identity is None and room.remote_participants) or identity in room.remote_participants:
         joined.set()
     try:
         await joined.wait()
@@ -231,4 +247,4 @@ async def _user_joined(room: rtc.Room, identity: str) -> None:
         room.off("participant_connected", seen)
 
 
-__all__ = ["GREETING", "TABLE", "FishBridge", "InteropAgent", "run_agent", "vad"]
+__all__ = ["GREETING", "TABLE", "FishBridge", "InteropAgent", "join", "run_agent", "vad"]
