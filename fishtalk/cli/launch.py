@@ -29,8 +29,6 @@ from typing import TYPE_CHECKING, TextIO
 from fishtalk.core.errors import FishtalkError
 
 if TYPE_CHECKING:
-    from pydantic import SecretStr
-
     from fishtalk.cli.settings import Settings
     from fishtalk.engine.api import LiveKitGrant, SessionClient, SessionRequest
     from fishtalk.engine.audio.base import AudioBackend
@@ -114,15 +112,11 @@ def livekit_target(settings: Settings) -> LiveKitTarget | None:
     from fishtalk.engine import parts
 
     lk = settings.livekit
-
-    def reveal(value: SecretStr | None) -> str | None:
-        return value.get_secret_value() if value is not None else None
-
     return parts.livekit_target(
         lk.url,
-        token=reveal(lk.token),
-        api_key=reveal(lk.api_key),
-        api_secret=reveal(lk.api_secret),
+        token=parts.reveal(lk.token),
+        api_key=parts.reveal(lk.api_key),
+        api_secret=parts.reveal(lk.api_secret),
         room=lk.room,
         identity=lk.identity,
         protocol=lk.protocol,

@@ -141,10 +141,6 @@ class LiveKitTarget:
 
     def session_options(self) -> dict[str, Any]:
         """The :class:`fishtalk.AgentSession` keyword arguments for this target."""
-
-        def reveal(value: SecretStr | None) -> str | None:
-            return value.get_secret_value() if value is not None else None
-
         return {
             "livekit_url": self.url,
             "token": reveal(self.token),
@@ -153,6 +149,11 @@ class LiveKitTarget:
             "room": self.room,
             "protocol": self.protocol,
         }
+
+
+def reveal(value: SecretStr | None) -> str | None:
+    """A secret's value, at the one moment it is handed on (None stays None)."""
+    return value.get_secret_value() if value is not None else None
 
 
 def livekit_target(
@@ -262,5 +263,6 @@ __all__ = [
     "direct_join_for_api",
     "livekit_target",
     "open_journal",
+    "reveal",
     "tool_runner",
 ]
