@@ -51,10 +51,11 @@ from fishtalk.engine.tools.runner import DEFAULT_TIMEOUT, ToolRunner
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
-    from fishtalk.engine.api import LiveKitGrant, SessionClient, SessionOverrides, SessionRequest
+    from fishtalk.core.protocol.livekit_agents import AgentProtocol
+    from fishtalk.engine.api import LiveKitGrant, SessionOverrides, SessionRequest
     from fishtalk.engine.audio.base import AudioBackend, AudioLevels
     from fishtalk.engine.journal.writer import JournalWriter
-    from fishtalk.engine.session import EndResult, Session, Timeouts
+    from fishtalk.engine.session import EndResult, GrantSource, Session, Timeouts
 
 _log = logging.getLogger(__name__)
 
@@ -115,6 +116,11 @@ class AgentSession:
       config tool with ``approve = "ask"`` runs (without one, such calls are declined);
     - ``grant``: a ready :class:`fishtalk.engine.api.LiveKitGrant` instead of the session API;
       ``timeouts``: :class:`fishtalk.engine.session.Timeouts`.
+    - any LiveKit room, no Fish session API: ``livekit_url`` with ``token`` (a LiveKit
+      access token), or with ``livekit_api_key`` / ``livekit_api_secret`` (default
+      ``$LIVEKIT_API_KEY`` / ``$LIVEKIT_API_SECRET``) and ``room`` (a token is minted);
+      ``protocol``: ``"fish"`` or ``"livekit-agents"`` (None: told from the agent
+      participant). See the README's "Talking to any LiveKit agent".
     - ``journal``: ``True`` writes the session's journal (JSON Lines, mode 0600, the format
       ``fishtalk export``, ``replay`` and ``diff`` read) to fishtalk's journal folder, a
       path writes it there; :attr:`journal_path` says where. Off by default for a library.
@@ -159,13 +165,24 @@ class AgentSession:
         grant: LiveKitGrant | None = None,
         timeouts: Timeouts | None = None,
         journal: bool | str | Path = False,
+        livekit_url: str | None = None,
+        token: str | None = None,
+        livekit_api_key: str | None = None,
+        livekit_api_secret: str | None = None,
+        room: str | None = None,
+        protocol: AgentProtocol | None = None,
     ) -> None:
+        from fishtalk.engine import parts
         from fishtalk.engine.api import SessionOverrides, SessionRequest
+        from fishtalk.engine.session import ReadyGrant
 
         self._journal_to: bool | str | Path = journal
         self._journal: JournalWriter | None = None
-
-        if request is None and grant is None:
+        self._protocol = protocol
+        direct = parts.direct_join_for_api(
+            livekit_url, token, livekit_api_key, livekit_api_secret, room, protocol
+        )
+        if request is None and grant is None and direct is None:
             if not agent_id:
                 raise ValueError("AgentSession needs an agent_id (or a request or a grant)")
             request = SessionRequest(
@@ -185,17 +202,24 @@ class AgentSession:
                 world_context=world_context,
             )
         self._request = request
-        self._grant = grant
-        self._api_url = api_url or os.environ.get(ENV_API_URL) or None
-        self._public = public
-        self._origin = origin
         make_non_dumpable()  # it holds the API key from here on
         keep_sdk_logs_off_stderr()  # the promised silence: SDK records only to the user's logging
-        key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
-        self._api_key = None if public else key
-        self._api_timeout = api_timeout
-        if grant is None:
-            self._check_client()
+        self._source: GrantSource
+        if grant is not None:
+            self._source = ReadyGrant(grant)
+        elif direct is not None:
+            self._source = direct
+        else:
+            assert request is not None
+            self._source = parts.api_grant(
+                request,
+                api_url=api_url or os.environ.get(ENV_API_URL) or None,
+                api_key=api_key if api_key is not None else os.environ.get(ENV_API_KEY),
+                public=public,
+                origin=origin,
+                timeout=api_timeout,
+                key_hint=f"pass api_key= or set {ENV_API_KEY}",
+            )
         self._text_only = text_only
         self._audio_option = audio
         self._runner = self._build_runner(client_tools, config_tools, tool_timeout, approve)
@@ -209,31 +233,6 @@ class AgentSession:
         self._closed = False
 
     # --- building the parts ------------------------------------------------------------
-
-    def _client_factory(self) -> SessionClient:
-        from fishtalk.engine.api import DEFAULT_API_URL, SessionClient
-
-        return SessionClient(
-            self._api_url or DEFAULT_API_URL,
-            api_key=self._api_key,
-            origin=self._origin,
-            timeout=self._api_timeout,
-        )
-
-    def _check_client(self) -> None:
-        from fishtalk.core.errors import ClientConfigError
-
-        if self._public:
-            if not self._origin:
-                raise ClientConfigError(
-                    "a public agent needs an origin: pass origin= (one of the agent's "
-                    "allowed origins)"
-                )
-        elif not self._api_key:
-            raise ClientConfigError(
-                f"no API key: pass api_key= or set {ENV_API_KEY} "
-                "(or public=True with origin= for a public agent)"
-            )
 
     @staticmethod
     def _build_runner(
@@ -277,22 +276,17 @@ class AgentSession:
         """Create the session and connect; returns once connected (``async with`` calls
         it). Raises what prevented the session (see the class docs); everything is released
         before it raises. May be called once."""
-        from fishtalk.engine.session import DEFAULT_TIMEOUTS, CreateSession, ReadyGrant, Session
+        from fishtalk.engine.session import DEFAULT_TIMEOUTS, Session
 
         if self._session is not None:
             raise RuntimeError("AgentSession.start() may only be called once")
-        source: Any
-        if self._grant is not None:
-            source = ReadyGrant(self._grant)
-        else:
-            assert self._request is not None
-            source = CreateSession(client=self._client_factory, request=self._request)
         session = Session(
-            source,
+            self._source,
             audio=self._audio(),
             tools=self._runner,
             spoken=not self._text_only,
             timeouts=self._timeouts or DEFAULT_TIMEOUTS,
+            protocol=self._protocol,
         )
         self._session = session
         self._previous = session.state

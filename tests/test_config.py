@@ -329,7 +329,16 @@ def test_every_name_the_key_is_read_from_is_a_secret_name(tmp_path: Path) -> Non
 
 
 def test_secret_env_names() -> None:
-    assert SECRET_ENV_NAMES == ("FISHTALK_API__API_KEY", "FISH_API_KEY")
+    # The LiveKit key, secret and token (a direct join) follow the Fish key's rules.
+    assert SECRET_ENV_NAMES == (
+        "FISHTALK_API__API_KEY",
+        "FISHTALK_LIVEKIT__API_KEY",
+        "FISHTALK_LIVEKIT__API_SECRET",
+        "FISHTALK_LIVEKIT__TOKEN",
+        "FISH_API_KEY",
+        "LIVEKIT_API_KEY",
+        "LIVEKIT_API_SECRET",
+    )
     for name in ("FISHTALK_API__URL", "FISHTALK_API_KEY", "FISH_API_KEYS", "PATH", "API_KEY"):
         assert not is_secret_env_name(name), name
 

@@ -6,7 +6,8 @@ engine. It builds, for every front end (the chat TUI, the line mode, the demo,
 ``session create``):
 
 - the session request and the API client (:func:`session_request`, :func:`session_client`),
-  hence the grant source (:func:`grant_source`);
+  hence the grant source (:func:`grant_source`), or a LiveKit room joined directly
+  (:func:`livekit_target`, ``[livekit]``);
 - the audio backend factory (:func:`audio_factory`) and the tool runner
   (:func:`tool_runner`), whose built-ins reach the front end through a
   :class:`~fishtalk.engine.host.HostLink` (both built by :mod:`fishtalk.engine.parts`);
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from fishtalk.engine.audio.base import AudioBackend
     from fishtalk.engine.host import HostLink
     from fishtalk.engine.journal.writer import JournalWriter
+    from fishtalk.engine.parts import LiveKitTarget
     from fishtalk.engine.session import AudioFactory, GrantSource, Session, Timeouts
     from fishtalk.engine.tools.registry import Approver
     from fishtalk.engine.tools.runner import ToolRunner
@@ -104,8 +106,27 @@ def session_client(settings: Settings) -> SessionClient:
     return SessionClient(api.url, api_key=api.api_key, origin=api.origin, timeout=api.timeout)
 
 
+def livekit_target(settings: Settings) -> LiveKitTarget | None:
+    """The LiveKit room ``[livekit]`` (``--livekit-url`` ...) asks to join directly, or None
+    for the Fish session API; a combination that cannot join is a ConfigError (exit 2)."""
+    from fishtalk.engine import parts
+
+    lk = settings.livekit
+    return parts.livekit_target(
+        lk.url,
+        token=parts.reveal(lk.token),
+        api_key=parts.reveal(lk.api_key),
+        api_secret=parts.reveal(lk.api_secret),
+        room=lk.room,
+        identity=lk.identity,
+        protocol=lk.protocol,
+        environ={},  # the environment was read into the settings already
+    )
+
+
 def grant_source(settings: Settings) -> GrantSource:
-    """Where the session's grant comes from: the session API, as the settings say.
+    """Where the session's grant comes from: a LiveKit room joined directly, or the
+    session API, as the settings say.
 
     A request that cannot be built (no agent id) becomes a source that fails with that
     error, so the session ends with it (exit 2) rather than raising here.
@@ -113,6 +134,9 @@ def grant_source(settings: Settings) -> GrantSource:
     from fishtalk.engine.session import CreateSession, Refused
 
     try:
+        target = livekit_target(settings)
+        if target is not None:
+            return target.grant()
         request = session_request(settings)
     except FishtalkError as exc:
         return Refused(exc)
@@ -190,6 +214,7 @@ def build_session(
         tools=tools,
         spoken=not settings.session.text_only,
         timeouts=timeouts if timeouts is not None else DEFAULT_TIMEOUTS,
+        protocol=settings.livekit.protocol,
     )
 
 

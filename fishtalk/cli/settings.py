@@ -8,7 +8,7 @@ module never imports textual or livekit.
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -192,6 +192,31 @@ class JournalSettings(_Section):
     """Keep at most this many megabytes of journals (the newest one is always kept)."""
 
 
+class LiveKitSettings(_Section):
+    """``[livekit]``: join any LiveKit room directly, with no Fish session API (``--livekit-url``).
+
+    ``token``, or ``api_key`` + ``api_secret`` + ``room`` (a token is minted with
+    livekit-api). The key, the secret and the token are secrets: never printed, never
+    passed to tools; prefer ``LIVEKIT_API_KEY`` / ``LIVEKIT_API_SECRET`` to flags.
+    """
+
+    url: str | None = None
+    """The LiveKit server (``wss://...``); set, it replaces the Fish session API."""
+    token: SecretStr | None = None
+    """A LiveKit access token for the room."""
+    api_key: SecretStr | None = None
+    """LiveKit API key to mint a token with (``LIVEKIT_API_KEY``)."""
+    api_secret: SecretStr | None = None
+    """LiveKit API secret to mint a token with (``LIVEKIT_API_SECRET``)."""
+    room: str | None = None
+    """The room to mint a token for."""
+    identity: str | None = None
+    """Your identity in the room when minting (default: ``fishtalk-`` and 8 hex digits)."""
+    protocol: Literal["fish", "livekit-agents"] | None = None
+    """What the agent speaks; unset: told from the agent participant (a livekit-agents
+    job's identity starts with ``agent-AJ_``)."""
+
+
 class AgentProfile(_Section):
     """``[agents.NAME]``: a named agent with its own settings (``fishtalk chat NAME``).
 
@@ -256,6 +281,7 @@ class Settings(_Section):
     audio: AudioSettings = Field(default_factory=AudioSettings)
     ui: UiSettings = Field(default_factory=UiSettings)
     journal: JournalSettings = Field(default_factory=JournalSettings)
+    livekit: LiveKitSettings = Field(default_factory=LiveKitSettings)
     tools: dict[str, ToolDecl] = Field(default_factory=dict)
     agents: dict[str, AgentProfile] = Field(default_factory=dict)
     """Agent profiles by name."""

@@ -14,6 +14,10 @@ else the built-in ``converse``. ``agent_overrides`` (e.g. ``{"think_seconds": 0.
 replace ``[agent]`` settings in whichever it is, the built-ins included: that is how
 tests and benchmarks inject the agent's timings.
 
+``agent`` replaces the simulated agent: ``agent(session, server, on_end)`` is run for every
+session created instead (the interop suite runs a livekit-agents agent this way); it
+calls ``on_end()`` when its session is over.
+
 Importing this module is light; livekit loads when the sim starts.
 """
 
@@ -22,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +41,9 @@ if TYPE_CHECKING:
     from fishtalk.sim.fish.sessions import SimSession
     from fishtalk.sim.fish.voice import Voice
     from fishtalk.sim.livekit.server import SimServer
+
+AgentRunner = Callable[["SimSession", "SimServer", Callable[[], None]], Awaitable[None]]
+"""Another agent for every session: ``agent(session, server, on_end)`` (see the module docs)."""
 
 DEV_KEY = "fishtalk-sim-dev-key"
 """The API key the sim accepts by default (the same as ``endpoint.DEFAULT_DEV_KEY``)."""
@@ -105,6 +112,7 @@ async def run_sim(
     voice: Voice | None = None,
     idle_clock: IdleClock | None = None,
     agent_overrides: Mapping[str, object] | None = None,
+    agent: AgentRunner | None = None,
 ) -> AsyncIterator[SimHandle]:
     """Run server + endpoint + agent spawner until the block exits.
 
@@ -113,7 +121,7 @@ async def run_sim(
     or a bad ``agent_overrides`` entry (``[agent]`` settings applied to every scenario
     played, e.g. ``{"think_seconds": 0.3}``; checked before anything listens).
     ``voice`` and ``idle_clock`` (where the agents' idle time comes from) default to the
-    real ones; tests pass their own.
+    real ones; tests pass their own. ``agent`` runs instead of the simulated agent.
     """
     from fishtalk.sim.fish.agent import SimAgent
     from fishtalk.sim.fish.endpoint import DEFAULT_ALLOWED_ORIGINS, SessionEndpoint
@@ -150,7 +158,14 @@ async def run_sim(
     handle = SimHandle(server=server, endpoint=endpoint, dev_key=dev_key)
 
     def spawn(session: SimSession) -> None:
-        agent = SimAgent(
+        if agent is not None:
+            other = asyncio.ensure_future(
+                agent(session, server, lambda: endpoint.end_session(session.session_id))
+            )
+            tasks.add(other)
+            other.add_done_callback(tasks.discard)
+            return
+        sim_agent = SimAgent(
             session,
             scenario_for(session.agent_id),
             server,
@@ -158,9 +173,9 @@ async def run_sim(
             voice=voice,
             idle_clock=idle_clock,
         )
-        handle.agents[session.session_id] = agent
+        handle.agents[session.session_id] = sim_agent
         handle._agent_started.set()
-        task = asyncio.ensure_future(agent.run())
+        task = asyncio.ensure_future(sim_agent.run())
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 

@@ -8,6 +8,15 @@ import typer
 
 from fishtalk.cli.completion import complete_scenarios
 from fishtalk.cli.exits import EXIT_USAGE
+from fishtalk.cli.livekit_options import (
+    LiveKitApiKeyOption,
+    LiveKitApiSecretOption,
+    LiveKitFlags,
+    LiveKitUrlOption,
+    ProtocolOption,
+    RoomOption,
+    TokenOption,
+)
 from fishtalk.cli.options import ApiUrlOption, OriginOption, PublicOption
 from fishtalk.cli.shared import fail, load, state
 
@@ -99,6 +108,12 @@ def run_agent_tests(
     api_url: ApiUrlOption = None,
     public: PublicOption = None,
     origin: OriginOption = None,
+    livekit_url: LiveKitUrlOption = None,
+    token: TokenOption = None,
+    api_key: LiveKitApiKeyOption = None,
+    api_secret: LiveKitApiSecretOption = None,
+    room: RoomOption = None,
+    protocol: ProtocolOption = None,
 ) -> None:
     """Run agent tests written in TOML."""
     from fishtalk.workbench.agenttest.command import TestCommand, run_command
@@ -139,7 +154,12 @@ def run_agent_tests(
             )
         target = Target(agent, config_path=state.config_path, journal=not no_journal)
     else:
-        settings = load({"api.url": api_url, "api.public": public, "api.origin": origin})
+        from fishtalk.cli.launch import livekit_target
+
+        lk = LiveKitFlags(livekit_url, token, api_key, api_secret, room, protocol)
+        settings = load(
+            {"api.url": api_url, "api.public": public, "api.origin": origin, **lk.overrides()}
+        )
         key = settings.api.api_key
         target = Target(
             agent,
@@ -150,6 +170,7 @@ def run_agent_tests(
             fallback_agent=settings.session.agent_id,
             config_path=state.config_path,
             journal=not no_journal,
+            livekit=livekit_target(settings),
         )
     command = TestCommand(
         paths, target, sim=sim, scenario=scenario, agent_settings=agent_settings,

@@ -5,6 +5,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fishtalk.cli.completion import complete_scenarios
+from fishtalk.cli.livekit_options import (
+    LiveKitApiKeyOption,
+    LiveKitApiSecretOption,
+    LiveKitFlags,
+    LiveKitUrlOption,
+    ProtocolOption,
+    RoomOption,
+    TokenOption,
+)
 from fishtalk.cli.options import (
     NO_AGENT_TARGET,
     NO_AUDIO_CHOICE,
@@ -116,6 +125,12 @@ def chat(
     plain: PlainOption = False,
     flags: SessionFlags = NO_SESSION_FLAGS,
     records: CallRecords = NO_CALL_RECORDS,
+    livekit_url: LiveKitUrlOption = None,
+    token: TokenOption = None,
+    api_key: LiveKitApiKeyOption = None,
+    api_secret: LiveKitApiSecretOption = None,
+    room: RoomOption = None,
+    protocol: ProtocolOption = None,
 ) -> None:
     """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
     settings = target.load(
@@ -124,13 +139,15 @@ def chat(
             "session.text_only": True if text_only else None,
             "ui.plain": True if plain else None,
             **audio.overrides(),
+            **LiveKitFlags(livekit_url, token, api_key, api_secret, room, protocol).overrides(),
         },
     )
     from fishtalk.cli.front_ends import run_chat
-    from fishtalk.cli.launch import require_agent, session_client
+    from fishtalk.cli.launch import livekit_target, require_agent, session_client
 
-    require_agent(settings)
-    run_async(session_client(settings).aclose())  # same key / public-origin checks as above
+    if livekit_target(settings) is None:  # else any LiveKit room: no agent id, no Fish key
+        require_agent(settings)
+        run_async(session_client(settings).aclose())  # same key / public-origin checks
     from fishtalk.engine.audio.preflight import check_named_devices
 
     check_named_devices(settings)  # a device that matches nothing: exit 2 before connecting

@@ -15,7 +15,13 @@ code: :class:`EndResult` says why the call ended; the CLI edge maps that to a co
 """
 
 from fishtalk.engine.session.commands import Session
-from fishtalk.engine.session.grants import CreateSession, GrantSource, ReadyGrant, Refused
+from fishtalk.engine.session.grants import (
+    CreateSession,
+    DirectJoin,
+    GrantSource,
+    ReadyGrant,
+    Refused,
+)
 from fishtalk.engine.session.media import TAIL_AFTER_TEXT, AudioFactory
 from fishtalk.engine.session.plumbing import (
     CONNECT_TIMEOUT,
@@ -31,6 +37,7 @@ __all__ = [
     "TAIL_AFTER_TEXT",
     "AudioFactory",
     "CreateSession",
+    "DirectJoin",
     "EndResult",
     "GrantSource",
     "ReadyGrant",

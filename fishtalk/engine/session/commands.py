@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from fishtalk.core import conversation as conv
 from fishtalk.core import errors
+from fishtalk.core.protocol.livekit_agents import CANNOT, AgentProtocol
 from fishtalk.engine import observe
 from fishtalk.engine.audio.base import AudioBackend, AudioLevels
 from fishtalk.engine.session.grants import GrantSource, ReadyGrant, error_code, speaks_for_itself
@@ -55,7 +56,9 @@ class Session(Room):
     ``tools``: the client-tool runner (default: one with no tools, so every call is answered
     with an "unknown tool" error result, as the web SDK does). ``spoken``: whether typed
     turns get spoken replies (False: text-only). ``timeouts``: see :class:`Timeouts`.
-    ``clock``: monotonic seconds.
+    ``clock``: monotonic seconds. ``protocol``: what the agent speaks (``fish`` or
+    ``livekit-agents``: where typed turns go); None to tell from the agent participant
+    (:func:`~fishtalk.core.protocol.livekit_agents.detect_protocol`).
 
     Commands are sync, return at once and never raise, also before ``run()`` or after the
     end. ``run()`` may be awaited once.
@@ -70,13 +73,14 @@ class Session(Room):
         spoken: bool = True,
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         clock: Callable[[], float] = time.monotonic,
+        protocol: AgentProtocol | None = None,
     ) -> None:
         self._grant_source: GrantSource = (
             grant if isinstance(grant, GrantSource) else ReadyGrant(grant)
         )
         self._init_core(tools, spoken, timeouts, clock)
         self._init_media(audio)
-        self._init_room()
+        self._init_room(protocol)
         self._started = False
         self._api_error: errors.FishtalkError | None = None
         self._refusal: errors.FishtalkError | None = None
@@ -129,11 +133,19 @@ class Session(Room):
         leaves through the outbox, after everything asked for before it."""
         self._feed(conv.SendText(text=text, at=self._clock(), audio=audio))
 
+    @property
+    def protocol(self) -> AgentProtocol:
+        """The protocol the agent speaks (``fish`` until an agent shows otherwise)."""
+        return self._protocol or "fish"
+
     def interrupt(self) -> None:
-        """Stop the agent now: local playback is flushed at once, then ``user.interrupt``."""
+        """Stop the agent now: local playback is flushed at once, then ``user.interrupt``
+        (a livekit-agents agent offers none: a notice says so)."""
         pressed = self._clock()
         self._flush_for_interrupt(pressed)
         self._feed(conv.Interrupt(at=pressed))
+        if self.protocol == "livekit-agents":
+            self.notice(CANNOT["interrupt"].capitalize() + ".")
 
     def activity(self) -> None:
         """The user is typing: postpones the agent's idle re-engagement (throttled)."""
@@ -180,7 +192,9 @@ class Session(Room):
         self._started = True
         self._loop = asyncio.get_running_loop()
         self._ended = asyncio.Event()
-        self._outbox = Outbox(self._clock, self._published, self._send_failed)
+        self._outbox = Outbox(
+            self._clock, self._published, self._send_failed, lambda: self.protocol
+        )
         if self._state.ended:
             self._ended.set()
         try:

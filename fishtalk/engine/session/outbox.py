@@ -6,6 +6,10 @@ the outbox's one task publishes it with ``publish_data``, one at a time, in the 
 While the link is down (the SDK reconnecting) events wait for it (at most
 :data:`LINK_WAIT`), so order holds across an outage. Nothing else in the session calls
 ``publish_data``; a test reads the source to keep it so.
+
+To a livekit-agents agent (``protocol()`` says which, :mod:`fishtalk.core.protocol.livekit_agents`)
+a typed turn goes as an ``lk.chat`` text stream instead, from here too, in the same order;
+the events that agent has no way to receive are dropped.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 from fishtalk.core import conversation as conv
 from fishtalk.core.protocol import TOPIC_CLIENT_EVENT, encode_client_event
+from fishtalk.core.protocol.livekit_agents import TOPIC_CHAT, AgentProtocol, chat_text
 
 if TYPE_CHECKING:
     from livekit import rtc
@@ -34,13 +39,21 @@ class Outbox:
     """Publishes client events one at a time, in the order :meth:`put` received them.
 
     Make it on the session's loop; :meth:`run` is the publishing task (one per room).
-    ``clock``: monotonic seconds; ``sent`` and ``failed`` are called on the loop.
+    ``clock``: monotonic seconds; ``sent`` and ``failed`` are called on the loop;
+    ``protocol``: the protocol the agent speaks, asked at each publish.
     """
 
-    def __init__(self, clock: Callable[[], float], sent: SentFn, failed: FailedFn) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        sent: SentFn,
+        failed: FailedFn,
+        protocol: Callable[[], AgentProtocol] = lambda: "fish",
+    ) -> None:
         self._clock = clock
         self._sent = sent
         self._failed = failed
+        self._protocol = protocol
         self._queue: asyncio.Queue[conv.ClientEventOut] = asyncio.Queue()
         self.link_up = asyncio.Event()
         """Set while the transport is up (publishing would fail otherwise)."""
@@ -64,11 +77,19 @@ class Outbox:
                         self._failed(event, exc)
                         continue
                 try:
-                    data = encode_client_event(event)
-                    started = self._clock()
-                    await room.local_participant.publish_data(
-                        data, reliable=True, topic=TOPIC_CLIENT_EVENT
-                    )
+                    if self._protocol() == "livekit-agents":
+                        text = chat_text(event)
+                        if text is None:
+                            continue  # that agent has no way to receive it
+                        data = text.encode("utf-8")
+                        started = self._clock()
+                        await room.local_participant.send_text(text, topic=TOPIC_CHAT)
+                    else:
+                        data = encode_client_event(event)
+                        started = self._clock()
+                        await room.local_participant.publish_data(
+                            data, reliable=True, topic=TOPIC_CLIENT_EVENT
+                        )
                 except Exception as exc:
                     self._failed(event, exc)
                     continue

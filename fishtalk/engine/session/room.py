@@ -28,6 +28,7 @@ from fishtalk.core.protocol import (
     decode_agent_event,
     is_final,
 )
+from fishtalk.core.protocol.livekit_agents import AgentProtocol, detect_protocol
 from fishtalk.engine import observe
 from fishtalk.engine.session.media import Media
 from fishtalk.engine.session.plumbing import one_line
@@ -66,7 +67,10 @@ _SETTLING: set[asyncio.Task[None]] = set()
 class Room(Media):
     """The room side of a session: SDK callbacks, connect, reconnect, teardown."""
 
-    def _init_room(self) -> None:
+    def _init_room(self, protocol: AgentProtocol | None = None) -> None:
+        self._protocol: AgentProtocol | None = protocol
+        """What the agent speaks; None until an agent participant shows it."""
+        self._protocol_given = protocol is not None
         self._room: rtc.Room | None = None
         self._reconnecting = False
         self._reconnect_deadline: asyncio.TimerHandle | None = None
@@ -199,11 +203,14 @@ class Room(Media):
         )
 
     def _participant_joined(self, participant: rtc.RemoteParticipant) -> None:
+        is_agent = _is_agent(participant)
+        if is_agent and not self._protocol_given:
+            self._protocol = detect_protocol(participant.identity)
         self._feed(
             conv.ParticipantJoined(
                 identity=participant.identity,
                 at=self._clock(),
-                is_agent=_is_agent(participant),
+                is_agent=is_agent,
                 attributes=participant.attributes,
             )
         )

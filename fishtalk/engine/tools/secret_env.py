@@ -1,4 +1,4 @@
-"""The environment variables fishtalk reads its settings (and its secret) from.
+"""The environment variables fishtalk reads its settings (and its secrets) from.
 
 The config loader reads these names; command tools must never see the secret ones, so both
 derive from this one table and the block list cannot drift from what loading accepts.
@@ -18,10 +18,15 @@ ENV_ALIASES: Final[Mapping[str, tuple[str, str]]] = {
     "FISHTALK_API_URL": ("api", "url"),
     "FISHTALK_AGENT": ("session", "agent_id"),
     "FISHTALK_ORIGIN": ("api", "origin"),
+    "LIVEKIT_API_KEY": ("livekit", "api_key"),
+    "LIVEKIT_API_SECRET": ("livekit", "api_secret"),
 }
 """Short environment variables, each naming one setting."""
-SECRET_KEYS: Final = frozenset({("api", "api_key")})
-"""The (section, key) settings that are secrets."""
+SECRET_KEYS: Final = frozenset(
+    {("api", "api_key"), ("livekit", "api_key"), ("livekit", "api_secret"), ("livekit", "token")}
+)
+"""The (section, key) settings that are secrets (the LiveKit ones follow the Fish key's
+rules)."""
 
 
 def env_setting(name: str) -> tuple[str, str] | None:

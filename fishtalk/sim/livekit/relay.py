@@ -1,9 +1,10 @@
 """Forwarding between a room's participants: published tracks, data packets, speakers.
 
 A published track is relayed to every other participant once their subscriber connection
-is up; a data packet goes to its destinations, stamped with the sender (an agent may speak
-for another participant); the level of relayed audio drives ``speakers_changed`` like
-livekit-server does. Presence updates go to the room through :meth:`Relay.broadcast`.
+is up, and the publisher is told (``TrackSubscribed``); a data packet goes to its
+destinations, stamped with the sender (an agent may speak for another participant); the
+level of relayed audio drives ``speakers_changed`` like livekit-server does. Presence
+updates go to the room through :meth:`Relay.broadcast`.
 """
 
 from __future__ import annotations
@@ -210,6 +211,16 @@ class Relay:
             stream_id(published.publisher_sid, published.track_sid),
             published.track_sid,
         )
+        # livekit-server tells the publisher that someone subscribed (TrackSubscribed):
+        # the SDK's wait_for_subscription() resolves on it, and livekit-agents' RoomIO
+        # plays no audio (nor paces its transcript) before it does.
+        for other in self.sessions_in(published.room):
+            if other.identity == published.publisher:
+                other.send(
+                    rtc.SignalResponse(
+                        track_subscribed=rtc.TrackSubscribed(track_sid=published.track_sid)
+                    )
+                )
 
     async def activate(self, session: ParticipantSession, media: ParticipantMedia) -> None:
         # LiveKit marks a participant ACTIVE once its media path is up (the SDK then

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pydantic import JsonValue
 
     from fishtalk.agent_session import AgentSession
+    from fishtalk.engine.parts import LiveKitTarget
     from fishtalk.engine.session import Timeouts
     from fishtalk.engine.tools.registry import ToolContext
     from fishtalk.workbench.agenttest.wavmic import WavMicrophone
@@ -66,6 +67,8 @@ class Target:
     journal: bool = False
     """Write each session's journal to fishtalk's journal folder (the CLI's default); a
     failure report then names it."""
+    livekit: LiveKitTarget | None = None
+    """A LiveKit room to join directly instead of the session API (``--livekit-url``)."""
 
 
 # --- one test file ------------------------------------------------------------------------
@@ -112,7 +115,7 @@ async def run_test(
         result.p95_heard = test.expect.p95_heard
     started = time.monotonic()
     agent_id = target.agent_id or test.agent or target.fallback_agent
-    if not agent_id:
+    if not agent_id and target.livekit is None:
         result.status = "error"
         result.failure = ConfigError("no agent id: pass --agent or set agent = ... in the file")
         result.error = str(result.failure)
@@ -154,6 +157,7 @@ async def run_test(
             client_tools=_fixtures(test),
             timeouts=target.timeouts,
             journal=target.journal,
+            **(target.livekit.session_options() if target.livekit is not None else {}),
         )
     except FishtalkError as exc:
         return _errored(result, exc, started)
