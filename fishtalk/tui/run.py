@@ -145,6 +145,12 @@ def report_end(
     elif summary is not None:
         out = stdout if summary.ended_well else stderr
         out.write(f"fishtalk: {summary.line()}\n")
+        journal = app.journal
+        if journal is not None and journal.ref is not None and summary.connected:
+            # The ended screen said it too, but it is gone with the alternate screen.
+            from fishtalk.tui.screens.ended import page_command
+
+            out.write(f"fishtalk: the session as a web page: {page_command(journal.ref)}\n")
     elif finished is not None:
         text = finished.error or finished.message or finished.reason
         (stdout if finished.ended_well else stderr).write(f"fishtalk: {visible(text)}\n")

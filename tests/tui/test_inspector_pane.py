@@ -135,10 +135,13 @@ async def test_the_record_list_keeps_visible_rows_and_a_visible_selection(
     async with app.run_test(size=size) as pilot:
         tour(session, lines=12)  # a few hundred records, as after 20 s of the demo
         await drawn(pilot, session)
-        await pilot.press("f12", "tab")
+        await pilot.press("f12")
         options = app.query_one("#inspector-list", OptionList)
-        assert app.focused is options
         await until(pilot, lambda: options.option_count > 50, "records listed")
+        await pilot.press("tab")
+        assert app.focused is options
+        assert options.highlighted == options.option_count - 1  # the newest is picked
+        await pilot.press("home")
         for _ in range(25):
             await pilot.press("down")
             await pilot.pause()
@@ -217,3 +220,20 @@ def test_a_long_preview_ends_in_a_visible_ellipsis() -> None:
     assert line.overflow == "ellipsis"
     short = summary_line({"type": "grant", "t": 0.5, "max_duration_seconds": 1800})
     assert short.plain.endswith('"max_duration_seconds":1800}')
+
+
+async def test_the_record_list_follows_new_records_until_one_is_picked() -> None:
+    session = ObservedSession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("f12")
+        tour(session, lines=6)
+        options = app.query_one("#inspector-list", OptionList)
+        await until(pilot, lambda: options.option_count > 40, "records listed")
+        await until(pilot, lambda: options.scroll_y == options.max_scroll_y > 0, "at the end")
+        await pilot.press("tab", "home")  # picked the first: the list stays there
+        session.feed(*agent_says("more", ["More", " lines."], 50.0))
+        count = options.option_count
+        await until(pilot, lambda: options.option_count > count, "more records")
+        await pilot.pause()
+        assert options.scroll_y == 0

@@ -5,6 +5,7 @@ the real reason for no audio, and how to open the session's page."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from fishtalk.core.conversation.state import ClientCall, ToolCard
 from fishtalk.engine.audio.base import NullAudio
 from fishtalk.engine.journal.reader import read_journal
 from fishtalk.tui.replay import REPLAY_KEYS, ReplayApp
+from fishtalk.tui.run import report_end
 from fishtalk.tui.screens.ended import EndedScreen
 from fishtalk.tui.screens.help import HelpScreen, help_table
 from fishtalk.tui.session_like import JournalInfo
@@ -135,8 +137,11 @@ async def test_a_replay_shows_replay_keys_in_its_footer_and_help() -> None:
     session = ReplaySession(read_journal(REPLAY_JOURNAL), speed=0.01)
     app = ReplayApp(session, title="replay", live_timers=False, ended_linger=None)
     async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause()
-        labels = {key.action: key.description for key in app.screen.query(FooterKey)}
+        for _ in range(300):
+            await pilot.pause(0.01)
+            labels = {key.action: key.description for key in app.screen.query(FooterKey)}
+            if "replay_pause" in labels:
+                break
         assert labels["hangup"] == "Stop"
         assert "Hang up" not in labels.values()
         assert "replay_pause" in labels
@@ -189,6 +194,13 @@ async def test_the_ended_screen_says_how_to_open_the_session_page() -> None:
         page = str(app.screen.query_one("#ended-page", Static).render())
         assert "fishtalk export 20261202-015959-ab12 --format html" in page
         assert "-o 20261202-015959-ab12.html" in page
+        await pilot.press("q")
+    out = io.StringIO()
+    report_end(app, stdout=out, stderr=io.StringIO())  # left on the normal screen too
+    assert out.getvalue().splitlines()[-1] == (
+        "fishtalk: the session as a web page: "
+        "fishtalk export 20261202-015959-ab12 --format html -o 20261202-015959-ab12.html"
+    )
     session = ScriptedSession()
     app = make_app(session)  # no journal: nothing to export, nothing said
     async with app.run_test(size=(80, 24)) as pilot:

@@ -97,6 +97,16 @@ def detail_text(record: dict[str, Any]) -> Text:
     return Text(make_visible(json.dumps(shown, ensure_ascii=False, indent=2)))
 
 
+class RecordList(OptionList):
+    """The record list: reached with nothing picked, it picks the newest record (the one
+    in view while the list follows), so Up goes back in time from there."""
+
+    def on_focus(self) -> None:
+        """Pick the newest record when nothing is picked yet."""
+        if self.highlighted is None and self.option_count:
+            self.highlighted = self.option_count - 1
+
+
 class Inspector(Vertical):
     """The inspector pane (hidden until toggled)."""
 
@@ -146,7 +156,7 @@ class Inspector(Vertical):
         """Every record converted so far (filtered or not)."""
         self._filter = ""
         self._shown: list[dict[str, Any]] = []
-        self._list = OptionList(id="inspector-list")
+        self._list = RecordList(id="inspector-list")
         self._detail = Static(id="inspector-detail")
         self._input = Input(placeholder="filter: topic, type or text", id="inspector-filter")
 
@@ -186,7 +196,7 @@ class Inspector(Vertical):
         return self.shown
 
     @property
-    def focus_stops(self) -> tuple[OptionList, Input]:
+    def focus_stops(self) -> tuple[RecordList, Input]:
         """Where Tab stops in the pane, in order: the list, then the filter."""
         return (self._list, self._input)
 
@@ -215,12 +225,18 @@ class Inspector(Vertical):
         return self._filter in text
 
     def _append(self, records: list[dict[str, Any]]) -> None:
+        options = self._list
+        # Like the transcript, the list follows the newest records until one is picked
+        # or the list is scrolled up.
+        tail = options.highlighted is None and options.scroll_y >= options.max_scroll_y
         self._shown.extend(records)
-        self._list.add_options([Option(summary_line(r)) for r in records])
+        options.add_options([Option(summary_line(r)) for r in records])
         overflow = len(self._shown) - KEEP
         if overflow > 0:
             del self._shown[:overflow]
             self._rebuild()
+        if tail:
+            options.call_after_refresh(options.scroll_end, animate=False, immediate=True)
 
     def _rebuild(self) -> None:
         self._list.clear_options()
@@ -251,4 +267,4 @@ class Inspector(Vertical):
         return list(self._shown)
 
 
-__all__ = ["Inspector", "detail_text", "summary_line"]
+__all__ = ["Inspector", "RecordList", "clip", "detail_text", "summary_line"]

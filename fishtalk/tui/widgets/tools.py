@@ -144,12 +144,17 @@ def render_card(
     if client is not None:
         client_status = _final(client.status, ended)
         cglyph, clabel = _status(client_status)
-        text.append("\nlocal ", style="bold dim")
-        text.append(f"{cglyph} {clabel}", style=_style(client_status))
+        local = Text("local ", style="bold dim")
+        local.append(f"{cglyph} {clabel}", style=_style(client_status))
         if client.duration is not None:
-            text.append(f" {_fmt_seconds(client.duration)}", style="dim")
+            local.append(f" {_fmt_seconds(client.duration)}", style="dim")
         if not client.expects_response:
-            text.append(" (no reply expected)", style="dim")
+            local.append(" (no reply expected)", style="dim")
+        if expanded:
+            text.append("\n")
+            text.append_text(local)
+        else:
+            one_line(local)
         if client.params and expanded:
             text.append("\nparams ", style="bold dim")
             text.append("\n")
