@@ -156,7 +156,7 @@ async def test_a_replay_shows_replay_keys_in_its_footer_and_help() -> None:
         for cell in column.cells
     )
     assert "Pause or play on." in shown
-    for live in ("Stop the agent talking.", "Mute or unmute", "Send the typed message."):
+    for live in ("Stop the agent talking.", "Mute or unmute", "Send the typed message.", "Hang up"):
         assert live not in shown
     assert "Stop the replay" in shown
 

@@ -28,7 +28,12 @@ def key_label(key: str) -> str:
 
 REPLAY_HIDDEN: Final = frozenset({"interrupt", "mute", "talk", "spoken"})
 """Actions of a live call that mean nothing in a replay (nor does typing)."""
-REPLAY_HELP: Final = {"hangup": "Stop the replay and show the summary."}
+REPLAY_HELP: Final = {
+    "hangup": "Stop the replay and show the summary.",
+    "focus": "Move focus: inspector, transcript, tools.",
+    "quit": "Stop the replay and exit at once.",
+    "abort": "Stop the replay and exit with status 130.",
+}
 """What an action does in a replay, where that differs from a live call."""
 
 
