@@ -38,7 +38,7 @@ from fishtalk.core.conversation import (
 from fishtalk.core.talk import NO_MIC, NO_MIC_TALK, TalkControl, TalkMode
 from fishtalk.engine.audio.base import NullAudio
 from fishtalk.engine.observe import Reduced
-from fishtalk.tui import keys, screenshots
+from fishtalk.tui import keys, palette, screenshots
 from fishtalk.tui.actions import default_key, key_label, split_keys
 from fishtalk.tui.messages import CallEnded, StateChanged
 from fishtalk.tui.release_keys import ANSWER_WAIT, KeyReleased, ReleaseSupport, driver_class
@@ -567,22 +567,8 @@ class FishtalkApp(App[int]):
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """Every chat action in the command palette, plus Textual's own."""
-        for spec in keys.ACTIONS:
-            if spec.id in ("focus", "abort"):  # Tab and Ctrl+C mean nothing by name
-                continue
-            if spec.id == "talk" and not self.talk.keyed:
-                continue
-            yield SystemCommand(spec.description, spec.help, _runner(self, spec.action))
-        yield SystemCommand(
-            "Focus transcript", "Move focus to the transcript.", self._focus("#transcript")
-        )
-        yield SystemCommand("Focus tools", "Move focus to the tool panel.", self._focus("#tools"))
-        yield SystemCommand(
-            "Focus input", "Move focus to the message input.", self._focus("#input")
-        )
-        for command in super().get_system_commands(screen):
-            if command.title not in ("Quit", "Keys"):
-                yield command
+        yield from palette.chat_commands(self, talk_keyed=self.talk.keyed)
+        yield from palette.textual_commands(super().get_system_commands(screen))
 
     def deliver_screenshot(
         self,
@@ -593,12 +579,6 @@ class FishtalkApp(App[int]):
         """Save an SVG of the screen in a folder that exists, and say where (see
         :func:`fishtalk.tui.screenshots.deliver`)."""
         return screenshots.deliver(self, filename, path, time_format)
-
-    def _focus(self, selector: str) -> Callable[[], None]:
-        def focus() -> None:
-            self.query_one(selector).focus()
-
-        return focus
 
     # --- introspection (tests, benchmark) --------------------------------------------------
 
@@ -613,13 +593,6 @@ class FishtalkApp(App[int]):
             self._render_timer.stop()
             self._render_timer = None
         self._draw(self._state)
-
-
-def _runner(app: App[int], action: str) -> Callable[[], object]:
-    async def run() -> None:
-        await app.run_action(action)
-
-    return run
 
 
 def _with_reason_text(summary: CallSummary, text: str) -> CallSummary:
