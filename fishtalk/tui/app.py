@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
@@ -201,9 +202,9 @@ class FishtalkApp(App[int]):
         self.session.add_listener(self._on_session_state)
         add_observer = getattr(self.session, "add_observer", None)
         if callable(add_observer):  # a live session: raw events for the inspector
-            # What the launcher did before the app was there (its notice, say) comes
-            # first, at its own time, as it does in the journal.
-            self._inspector.collect(Reduced(self.session.state, self._clock()))
+            state = self.session.state  # what came before the app (a launcher's notice)
+            before = changes(initial_state(spoken=state.spoken), state)  # first, as journaled
+            self._inspector.collect(Reduced(state, self._clock(), before))
             add_observer(self._inspector.collect)
         self._draw(self.session.state)
         self._input.focus()
@@ -294,9 +295,7 @@ class FishtalkApp(App[int]):
     def audio_reason(self) -> str:
         """Why there is no audio, in the backend's words ("" while it has not opened)."""
         backend = self.session.audio
-        if backend is None or self.has_audio:
-            return ""
-        return backend.description
+        return "" if backend is None or self.has_audio else backend.description
 
     @property
     def has_mic(self) -> bool:
@@ -343,9 +342,9 @@ class FishtalkApp(App[int]):
             ended_well=message.ended_well,
         )
         if message.error:
-            summary = _with_reason_text(summary, message.error)
+            summary = replace(summary, reason_text=message.error)
         elif message.message:
-            summary = _with_reason_text(summary, message.message)
+            summary = replace(summary, reason_text=message.message)
         self._summary = summary
         if self._quitting:
             self._leave()
@@ -593,12 +592,6 @@ class FishtalkApp(App[int]):
             self._render_timer.stop()
             self._render_timer = None
         self._draw(self._state)
-
-
-def _with_reason_text(summary: CallSummary, text: str) -> CallSummary:
-    from dataclasses import replace
-
-    return replace(summary, reason_text=text)
 
 
 __all__ = ["FishtalkApp"]

@@ -43,9 +43,10 @@ class ObservedSession(ScriptedSession):
         for inp in inputs:
             for fn in self.observers:
                 fn(inp)
+            previous = self.state
             state = super().feed(inp)
             for fn in self.observers:
-                fn(observe.Reduced(state, inp.at))
+                fn(observe.Reduced(state, inp.at, c.changes(previous, state)))
         return self.state
 
 
