@@ -180,16 +180,21 @@ async def test_the_status_bar_keeps_the_reason_for_no_audio() -> None:
         assert "text only" not in shown
 
 
+async def hung_up(pilot: Pilot[int], session: ScriptedSession) -> None:
+    """Connect, hang up, and wait (bounded) for the ended screen."""
+    session.feed(*connected(), c.Hangup(5.0))
+    for _ in range(200):
+        if isinstance(pilot.app.screen, EndedScreen):
+            return
+        await pilot.pause(0.01)
+
+
 async def test_the_ended_screen_says_how_to_open_the_session_page() -> None:
     session = ScriptedSession()
     info = JournalInfo("20261202-015959-ab12", 0.0, 0.0)
     app = make_app(session, journal=info)
     async with app.run_test(size=(80, 24)) as pilot:
-        session.feed(*connected(), c.Hangup(5.0))
-        for _ in range(200):
-            if isinstance(app.screen, EndedScreen):
-                break
-            await pilot.pause(0.01)
+        await hung_up(pilot, session)
         assert isinstance(app.screen, EndedScreen)
         page = str(app.screen.query_one("#ended-page", Static).render())
         assert "fishtalk export 20261202-015959-ab12 --format html" in page
@@ -204,9 +209,5 @@ async def test_the_ended_screen_says_how_to_open_the_session_page() -> None:
     session = ScriptedSession()
     app = make_app(session)  # no journal: nothing to export, nothing said
     async with app.run_test(size=(80, 24)) as pilot:
-        session.feed(*connected(), c.Hangup(5.0))
-        for _ in range(200):
-            if isinstance(app.screen, EndedScreen):
-                break
-            await pilot.pause(0.01)
+        await hung_up(pilot, session)
         assert not app.screen.query("#ended-page")
