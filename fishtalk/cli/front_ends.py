@@ -53,7 +53,7 @@ def run_tui(
     from fishtalk.core.errors import ConfigError
     from fishtalk.engine.host import HostLink
     from fishtalk.tui import keys
-    from fishtalk.tui.run import run_app
+    from fishtalk.tui.run import journal_info, run_app
 
     try:
         keys.keymap(settings.ui.keys)
@@ -73,6 +73,7 @@ def run_tui(
             keymap=settings.ui.keys,
             first_frame=first_frame,
             talk_mode=settings.audio.talk_mode,
+            journal=journal_info(recording.writer),
         )
     finally:
         recording.close()

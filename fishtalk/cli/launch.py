@@ -231,6 +231,13 @@ class JournalChoice:
     """``--record-audio``: also a stereo WAV (mic left, agent right) beside the journal."""
 
 
+class Recording(contextlib.ExitStack):
+    """What :func:`attach_journal` started; close it once the session is over."""
+
+    writer: JournalWriter | None = None
+    """The journal being written (None: none)."""
+
+
 def attach_journal(
     settings: Settings,
     session: Session,
@@ -238,7 +245,7 @@ def attach_journal(
     *,
     front_end: str,
     tools: ToolRunner | None = None,
-) -> contextlib.ExitStack:
+) -> Recording:
     """Start the journal (and audio recording) of ``session`` as the flags and settings
     ask; close the returned stack once the session is over. With ``tools`` (the session's
     runner) approval answers are journaled too.
@@ -249,7 +256,7 @@ def attach_journal(
     from fishtalk.engine.journal import SUFFIX
     from fishtalk.engine.journal.writer import Retention, new_journal_id, prune
 
-    stack = contextlib.ExitStack()
+    stack = Recording()
     choice = choice or JournalChoice()
     cfg = settings.journal
     path = choice.path
@@ -273,6 +280,7 @@ def attach_journal(
     if writer is None:
         return stack
     stack.callback(writer.close)
+    stack.writer = writer
     if tools is not None and tools.approver is not None:
         tools.approver = writer.recording_approver(tools.approver)
     if directory is not None and path is not None:

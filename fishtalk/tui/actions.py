@@ -58,9 +58,11 @@ ACTIONS: Final[tuple[ActionSpec, ...]] = (
         "cycle_focus",
         "tab",
         "Focus",
-        "Move focus: input, transcript, tools.",
+        "Move focus: input, inspector, transcript, tools.",
         show=False,
-        priority=False,
+        # Before the screen's own Tab (DOM order): the app's order puts the inspector,
+        # when shown, right after the input.
+        priority=True,
     ),
     ActionSpec(
         "help", "help", "f1,question_mark", "Help", "Show the keys.", show=True, priority=False

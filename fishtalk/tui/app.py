@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
@@ -24,7 +25,8 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static
+from textual.widget import Widget
+from textual.widgets import Input, Static
 
 from fishtalk.core.conversation import (
     END_INTERRUPTED,
@@ -38,7 +40,8 @@ from fishtalk.core.conversation import (
 )
 from fishtalk.core.talk import NO_MIC, NO_MIC_TALK, TalkControl, TalkMode
 from fishtalk.engine.audio.base import NullAudio
-from fishtalk.tui import keys, screenshots
+from fishtalk.engine.observe import Reduced
+from fishtalk.tui import keys, palette, screenshots
 from fishtalk.tui.actions import default_key, key_label, split_keys
 from fishtalk.tui.messages import CallEnded, StateChanged
 from fishtalk.tui.release_keys import ANSWER_WAIT, KeyReleased, ReleaseSupport, driver_class
@@ -46,7 +49,8 @@ from fishtalk.tui.safe import visible
 from fishtalk.tui.screens.approve import ApprovalScreen
 from fishtalk.tui.screens.ended import CallSummary, EndedScreen
 from fishtalk.tui.screens.help import HelpScreen
-from fishtalk.tui.session_like import EndResultLike, SessionLike
+from fishtalk.tui.session_like import EndResultLike, JournalInfo, SessionLike
+from fishtalk.tui.widgets.footer import KeyFooter
 from fishtalk.tui.widgets.inspector import Inspector
 from fishtalk.tui.widgets.latency import HeardP50
 from fishtalk.tui.widgets.message_input import MessageInput, to_box
@@ -95,6 +99,7 @@ class FishtalkApp(App[int]):
         ended_linger: float | None = 3.0,
         live_timers: bool = True,
         talk_mode: TalkMode = "always",
+        journal: JournalInfo | None = None,
     ) -> None:
         """Build the app.
 
@@ -103,6 +108,8 @@ class FishtalkApp(App[int]):
         ``ended_linger``: seconds the ended screen stays before exiting (None: until a key).
         ``live_timers``: run the 1 Hz clock and the level polling (off in snapshot tests).
         ``talk_mode``: always, toggle or push (see :mod:`fishtalk.core.talk`).
+        ``journal``: the session's journal (the inspector keeps its clock; the ended
+        screen says how to open its page).
         """
         # Push-to-talk needs key releases: a driver that asks the terminal for them.
         super().__init__(driver_class=driver_class() if talk_mode == "push" else None)
@@ -144,6 +151,10 @@ class FishtalkApp(App[int]):
         self._meters = LevelMeters(id="meters")
         self._input = MessageInput(placeholder="Type a message and press Enter", id="input")
         self._inspector = Inspector(id="inspector")
+        self.journal = journal
+        """The session's journal, if one is written."""
+        if journal is not None:
+            self._inspector.set_origin(journal.mono0, journal.wall0)
 
     # --- layout --------------------------------------------------------------------------
 
@@ -172,7 +183,7 @@ class FishtalkApp(App[int]):
         yield self._input
         # The palette key is listed on the help screen; the footer keeps its room for
         # the call's own keys at 80 columns.
-        yield Footer(show_command_palette=False)
+        yield KeyFooter(show_command_palette=False)
 
     def on_ready(self) -> None:
         """The first frame is on the terminal: now start the session worker (its first
@@ -193,6 +204,9 @@ class FishtalkApp(App[int]):
         self.session.add_listener(self._on_session_state)
         add_observer = getattr(self.session, "add_observer", None)
         if callable(add_observer):  # a live session: raw events for the inspector
+            state = self.session.state  # what came before the app (a launcher's notice)
+            before = changes(initial_state(spoken=state.spoken), state)  # first, as journaled
+            self._inspector.collect(Reduced(state, self._clock(), before))
             add_observer(self._inspector.collect)
         self._draw(self.session.state)
         self._input.focus()
@@ -243,6 +257,7 @@ class FishtalkApp(App[int]):
         self._flags.show(state, audio=audio, mic=self.has_mic, talk=self._talk_look())
         meters = self._meters
         meters.audio = audio
+        meters.reason = self.audio_reason
         meters.muted = state.muted
         self._input.disabled = state.ended
         if state.ended:
@@ -279,6 +294,12 @@ class FishtalkApp(App[int]):
         return backend.has_input or not isinstance(backend, NullAudio)
 
     @property
+    def audio_reason(self) -> str:
+        """Why there is no audio, in the backend's words ("" while it has not opened)."""
+        backend = self.session.audio
+        return "" if backend is None or self.has_audio else backend.description
+
+    @property
     def has_mic(self) -> bool:
         """Whether there is a microphone (something to mute)."""
         backend = self.session.audio
@@ -290,6 +311,9 @@ class FishtalkApp(App[int]):
         audio = self.has_audio
         if audio != meters.audio:
             meters.audio = audio
+        reason = self.audio_reason
+        if reason != meters.reason:
+            meters.reason = reason
         # The devices open after the session starts, the microphone maybe last of all
         # (show() does nothing when nothing changed).
         self._flags.show(self._state, audio=audio, mic=self.has_mic, talk=self._talk_look())
@@ -320,9 +344,9 @@ class FishtalkApp(App[int]):
             ended_well=message.ended_well,
         )
         if message.error:
-            summary = _with_reason_text(summary, message.error)
+            summary = replace(summary, reason_text=message.error)
         elif message.message:
-            summary = _with_reason_text(summary, message.message)
+            summary = replace(summary, reason_text=message.message)
         self._summary = summary
         if self._quitting:
             self._leave()
@@ -330,7 +354,11 @@ class FishtalkApp(App[int]):
         if message.error:
             self.notify(visible(message.error), title="error", severity="error", markup=False)
         self.push_screen(
-            EndedScreen(summary, linger=self._ended_linger),
+            EndedScreen(
+                summary,
+                linger=self._ended_linger,
+                journal=self.journal.ref if self.journal is not None else None,
+            ),
             callback=lambda _: self.exit(),
         )
 
@@ -467,13 +495,34 @@ class FishtalkApp(App[int]):
         self.session.hangup()
 
     def action_cycle_focus(self) -> None:
-        """Input -> transcript -> tools -> input."""
-        self.screen.focus_next()
+        """Input -> (inspector list -> filter, when shown) -> transcript -> tools -> input."""
+        if self.screen is not self.screen_stack[0]:
+            self.screen.focus_next()
+            return
+        stops = [w for w in self._focus_stops() if w.focusable]
+        if not stops:
+            return
+        focused = self.focused
+        index = stops.index(focused) if focused in stops else -1
+        stops[(index + 1) % len(stops)].focus()
+
+    def _focus_stops(self) -> list[Widget]:
+        stops: list[Widget] = [self._input]
+        if self._inspector.shown:
+            stops.extend(self._inspector.focus_stops)
+        stops += [self._transcript, self._tools]
+        return stops
 
     def action_toggle_inspector(self) -> None:
-        """Show or hide the protocol inspector (the input gets the focus back on hiding)."""
-        if not self._inspector.toggle() and not self._input.disabled:
-            self._input.focus()
+        """Show or hide the protocol inspector. The focus stays where the user types; it
+        goes back to the input only when it was in the pane being hidden."""
+        focused = self.focused
+        inside = focused is not None and self._inspector in focused.ancestors_with_self
+        if not self._inspector.toggle() and inside:
+            if not self._input.disabled:
+                self._input.focus()
+            else:
+                self._transcript.focus()
 
     @property
     def inspector(self) -> Inspector:
@@ -519,22 +568,8 @@ class FishtalkApp(App[int]):
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """Every chat action in the command palette, plus Textual's own."""
-        for spec in keys.ACTIONS:
-            if spec.id in ("focus", "abort"):  # Tab and Ctrl+C mean nothing by name
-                continue
-            if spec.id == "talk" and not self.talk.keyed:
-                continue
-            yield SystemCommand(spec.description, spec.help, _runner(self, spec.action))
-        yield SystemCommand(
-            "Focus transcript", "Move focus to the transcript.", self._focus("#transcript")
-        )
-        yield SystemCommand("Focus tools", "Move focus to the tool panel.", self._focus("#tools"))
-        yield SystemCommand(
-            "Focus input", "Move focus to the message input.", self._focus("#input")
-        )
-        for command in super().get_system_commands(screen):
-            if command.title not in ("Quit", "Keys"):
-                yield command
+        yield from palette.chat_commands(self, talk_keyed=self.talk.keyed)
+        yield from palette.textual_commands(super().get_system_commands(screen))
 
     def deliver_screenshot(
         self,
@@ -545,12 +580,6 @@ class FishtalkApp(App[int]):
         """Save an SVG of the screen in a folder that exists, and say where (see
         :func:`fishtalk.tui.screenshots.deliver`)."""
         return screenshots.deliver(self, filename, path, time_format)
-
-    def _focus(self, selector: str) -> Callable[[], None]:
-        def focus() -> None:
-            self.query_one(selector).focus()
-
-        return focus
 
     # --- introspection (tests, benchmark) --------------------------------------------------
 
@@ -565,19 +594,6 @@ class FishtalkApp(App[int]):
             self._render_timer.stop()
             self._render_timer = None
         self._draw(self._state)
-
-
-def _runner(app: App[int], action: str) -> Callable[[], object]:
-    async def run() -> None:
-        await app.run_action(action)
-
-    return run
-
-
-def _with_reason_text(summary: CallSummary, text: str) -> CallSummary:
-    from dataclasses import replace
-
-    return replace(summary, reason_text=text)
 
 
 __all__ = ["FishtalkApp"]

@@ -8,6 +8,7 @@ head is, the speed, and whether it is paused. The session is anything with the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar, Protocol
 
 from textual.binding import Binding, BindingType
@@ -15,7 +16,7 @@ from textual.widgets import Static
 
 from fishtalk.core.conversation import State
 from fishtalk.tui.app import FishtalkApp
-from fishtalk.tui.screens.help import HelpScreen
+from fishtalk.tui.screens.help import REPLAY_HELP, HelpScreen
 from fishtalk.tui.session_like import SessionLike
 
 REPLAY_KEYS: tuple[tuple[str, str], ...] = (
@@ -86,11 +87,21 @@ def replay_status(session: ReplayControls) -> str:
     return f"{mark} {_mmss(session.position)} / {_mmss(session.duration)} · {speed}"
 
 
+def _replay_bindings(bindings: list[BindingType]) -> list[BindingType]:
+    """The chat screen's bindings as a replay words them: hanging up stops the replay."""
+    out: list[BindingType] = []
+    for binding in bindings:
+        if isinstance(binding, Binding) and binding.id == "hangup":
+            binding = replace(binding, description="Stop", tooltip=REPLAY_HELP["hangup"])
+        out.append(binding)
+    return out
+
+
 class ReplayApp(FishtalkApp):
     """:class:`FishtalkApp` on a replayed journal: read-only, with playback keys."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        *FishtalkApp.BINDINGS,
+        *_replay_bindings(FishtalkApp.BINDINGS),
         Binding("space", "replay_pause", "Pause", priority=True),
         Binding("n", "replay_step", "Next turn", priority=True),
         Binding("left", "replay_seek(-10)", "Seek", key_display="←→", priority=True),
@@ -145,7 +156,12 @@ class ReplayApp(FishtalkApp):
     def action_help(self) -> None:
         """The keys, with the replay's own."""
         if len(self.screen_stack) == 1:
-            self.push_screen(HelpScreen(self._keymap, extra=REPLAY_KEYS))
+            self.push_screen(HelpScreen(self._keymap, extra=REPLAY_KEYS, replay=True))
+
+    @property
+    def audio_reason(self) -> str:
+        """A replay plays no sound (the status bar says so, not why a call had none)."""
+        return "no audio in a replay"
 
     def action_replay_pause(self) -> None:
         """Space: pause or play on."""

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from fishtalk.core.talk import TalkMode
     from fishtalk.engine.host import HostLink
+    from fishtalk.engine.journal.writer import JournalWriter
     from fishtalk.engine.tools.registry import ApprovalRequest
     from fishtalk.tui.app import FishtalkApp
-    from fishtalk.tui.session_like import EndResultLike, SessionLike
+    from fishtalk.tui.session_like import EndResultLike, JournalInfo, SessionLike
 
 KeyMap = Mapping[str, str] | None
 
@@ -71,19 +72,22 @@ def run_app(
     first_frame: threading.Event | None = None,
     app_type: type[FishtalkApp] | None = None,
     talk_mode: TalkMode = "always",
+    journal: JournalInfo | None = None,
 ) -> EndResultLike | BaseException | None:
     """Run ``session`` in the full-screen TUI, bound to ``link``; return how the call ended
     (:attr:`FishtalkApp.outcome`; the CLI maps it to an exit code), None if the app never
     ran to an end. An app that crashed returns a :class:`RuntimeError`.
     ``first_frame`` is set once the app has drawn its first frame. ``app_type``: the app
-    class (the replay's, say)."""
+    class (the replay's, say). ``journal``: the session's journal (:func:`journal_info`)."""
     from fishtalk.tui.app import FishtalkApp
 
     kind = app_type or FishtalkApp
-    if talk_mode == "always":
-        app = kind(session, title=title, keymap=keymap)
-    else:
-        app = kind(session, title=title, keymap=keymap, talk_mode=talk_mode)
+    options: dict[str, object] = {"title": title, "keymap": keymap}
+    if talk_mode != "always":
+        options["talk_mode"] = talk_mode
+    if journal is not None:
+        options["journal"] = journal
+    app = kind(session, **options)  # type: ignore[arg-type]
     if first_frame is not None:
         app.first_frame = first_frame
     if link is not None:
@@ -101,6 +105,23 @@ def run_app(
     if app.return_code != 0:  # Textual's own code for an app that crashed
         return RuntimeError("the app crashed")
     return app.outcome
+
+
+def journal_info(writer: JournalWriter | None) -> JournalInfo | None:
+    """What the app needs of the session's journal (None: no journal is written). Its
+    reference is the id ``fishtalk sessions`` lists when it is in the journal folder,
+    else its path; a journal that only goes to ``--events`` has none."""
+    from fishtalk.engine import paths
+    from fishtalk.tui.session_like import JournalInfo
+
+    if writer is None:
+        return None
+    mono0, wall0 = writer.origin
+    ref: str | None = None
+    if writer.path is not None:
+        own = writer.path.parent == paths.journal_dir()
+        ref = writer.journal_id if own else str(writer.path)
+    return JournalInfo(ref, mono0, wall0)
 
 
 def report_end(
@@ -124,6 +145,12 @@ def report_end(
     elif summary is not None:
         out = stdout if summary.ended_well else stderr
         out.write(f"fishtalk: {summary.line()}\n")
+        journal = app.journal
+        if journal is not None and journal.ref is not None and summary.connected:
+            # The ended screen said it too, but it is gone with the alternate screen.
+            from fishtalk.tui.screens.ended import page_command
+
+            out.write(f"fishtalk: the session as a web page: {page_command(journal.ref)}\n")
     elif finished is not None:
         text = finished.error or finished.message or finished.reason
         (stdout if finished.ended_well else stderr).write(f"fishtalk: {visible(text)}\n")
@@ -133,4 +160,4 @@ def report_end(
     stderr.flush()
 
 
-__all__ = ["TuiHost", "report_end", "run_app"]
+__all__ = ["TuiHost", "journal_info", "report_end", "run_app"]

@@ -1,4 +1,4 @@
-"""What the TUI needs from a session: a small structural protocol.
+"""What the TUI needs from a session: a small structural protocol (and its journal).
 
 The real :class:`fishtalk.engine.session.Session` satisfies it, and so does the scripted session
 in :mod:`support.scripted`. The TUI only ever talks to a session through this surface.
@@ -7,6 +7,7 @@ in :mod:`support.scripted`. The TUI only ever talks to a session through this su
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -87,4 +88,17 @@ class SessionLike(Protocol):
         ...
 
 
-__all__ = ["EndResultLike", "SessionLike"]
+@dataclass(frozen=True, slots=True)
+class JournalInfo:
+    """The journal a session writes, as the TUI needs it: how to name it to ``fishtalk
+    export``, and its header's clock, so the inspector's times are the journal's."""
+
+    ref: str | None
+    """How ``fishtalk export`` finds it: its id, or its path (None: not on disk)."""
+    mono0: float
+    """The session clock at the journal's header (its records' ``t`` count from here)."""
+    wall0: float
+    """Unix time at the header."""
+
+
+__all__ = ["EndResultLike", "JournalInfo", "SessionLike"]

@@ -56,7 +56,8 @@ async def test_f12_shows_raw_events_filters_and_pretty_prints_them_literally() -
         assert inspector.shown
         await wait_for(pilot, lambda: len(inspector.shown_records) == 3)
         assert [r["type"] for r in inspector.shown_records] == ["packet_in", "packet_out", "input"]
-        await pilot.press(*"client")  # the filter has the focus
+        await pilot.press("tab", "tab")  # F12 left the focus in the input: list, filter
+        await pilot.press(*"client")
         await wait_for(pilot, lambda: len(inspector.shown_records) == 1)
         assert inspector.shown_records[0]["topic"] == "client-event"
         for _ in "client":

@@ -171,6 +171,11 @@ class JournalWriter:
         self._worker = WriterThread(self._run, "fishtalk-journal")
         self._worker.start()
 
+    @property
+    def origin(self) -> tuple[float, float]:
+        """The session clock and Unix time at the header: records' ``t`` count from it."""
+        return self._recorder.mono0, self._recorder.wall0
+
     # --- on the loop ------------------------------------------------------------------
 
     def observe(self, item: Observation) -> None:

@@ -1,8 +1,11 @@
-"""The ended screen: why the session ended and a short summary, then exit."""
+"""The ended screen: why the session ended, a short summary and how to see the session's
+page, then exit."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import ClassVar
 
 from rich.table import Table
@@ -114,6 +117,13 @@ class CallSummary:
         return f"{head} · {self.stats()}{tail}"
 
 
+def page_command(ref: str) -> str:
+    """The command that writes the session's HTML page, for a journal id or path:
+    ``fishtalk export 20261202-… --format html -o 20261202-….html``."""
+    name = PurePath(ref).stem or "session"
+    return f"fishtalk export {shlex.quote(ref)} --format html -o {shlex.quote(name + '.html')}"
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -125,10 +135,15 @@ class EndedScreen(ModalScreen[None]):
         Binding("escape,enter,space,q", "close", "Exit", show=True),
     ]
 
-    def __init__(self, summary: CallSummary, *, linger: float | None) -> None:
+    def __init__(
+        self, summary: CallSummary, *, linger: float | None, journal: str | None = None
+    ) -> None:
+        """``journal``: the session's journal id or path (the screen says how to open its
+        page), None when no journal was written."""
         super().__init__()
         self.summary = summary
         self._linger = linger
+        self._journal = journal
 
     def compose(self) -> ComposeResult:
         """Reason, numbers, and how to leave."""
@@ -149,6 +164,10 @@ class EndedScreen(ModalScreen[None]):
             yield Static(Text("■ Session ended", style="bold"), id="ended-title")
             yield Static(Text(visible(s.reason_text)), id="ended-reason")
             yield Static(table, id="ended-table")
+            if self._journal is not None:
+                page = Text("The session as a web page: ", style="dim")
+                page.append(visible(page_command(self._journal)), style="bold")
+                yield Static(page, id="ended-page")
             hint = "Press any key to exit."
             if self._linger is not None:
                 hint = f"Leaving in {self._linger:g} s; any key leaves now."

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import ClassVar, Final
 
 from rich.table import Table
 from rich.text import Text
@@ -26,19 +26,37 @@ def key_label(key: str) -> str:
     return " / ".join(parts)
 
 
-def help_table(keymap: Mapping[str, str], extra: Sequence[tuple[str, str]] = ()) -> Table:
-    """A two-column table: key, what it does (``extra`` rows first: a mode's own keys)."""
+REPLAY_HIDDEN: Final = frozenset({"interrupt", "mute", "talk", "spoken"})
+"""Actions of a live call that mean nothing in a replay (nor does typing)."""
+REPLAY_HELP: Final = {
+    "hangup": "Stop the replay and show the summary.",
+    "focus": "Move focus: inspector, transcript, tools.",
+    "quit": "Stop the replay and exit at once.",
+    "abort": "Stop the replay and exit with status 130.",
+}
+"""What an action does in a replay, where that differs from a live call."""
+
+
+def help_table(
+    keymap: Mapping[str, str], extra: Sequence[tuple[str, str]] = (), *, replay: bool = False
+) -> Table:
+    """A two-column table: key, what it does (``extra`` rows first: a mode's own keys).
+    ``replay``: the keys of a replay (no typing, no live-call keys)."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
     for key, text in extra:
         table.add_row(key, Text(text))
-    table.add_row("Enter", "Send the typed message.")
-    table.add_row("↑ ↓ in the input", "Recall messages you sent.")
+    if not replay:
+        table.add_row("Enter", "Send the typed message.")
+        table.add_row("↑ ↓ in the input", "Recall messages you sent.")
     for spec in ACTIONS:
         if spec.id == "talk":
             continue  # a talk mode's key: the app passes it in ``extra`` when it has one
-        table.add_row(key_label(keymap.get(spec.id, spec.key)), Text(spec.help))
+        if replay and spec.id in REPLAY_HIDDEN:
+            continue
+        words = REPLAY_HELP.get(spec.id, spec.help) if replay else spec.help
+        table.add_row(key_label(keymap.get(spec.id, spec.key)), Text(words))
     table.add_row("^p", "Command palette: every action by name.")
     table.add_row("↑ ↓ PgUp PgDn", "Scroll the transcript; End follows again.")
     table.add_row("", Text('Rebind in the config: [ui.keys] hangup = "f10"', style="dim"))
@@ -52,16 +70,25 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,question_mark,f1,q", "dismiss_help", "Close", show=True),
     ]
 
-    def __init__(self, keymap: Mapping[str, str], *, extra: Sequence[tuple[str, str]] = ()) -> None:
+    def __init__(
+        self,
+        keymap: Mapping[str, str],
+        *,
+        extra: Sequence[tuple[str, str]] = (),
+        replay: bool = False,
+    ) -> None:
         super().__init__()
         self._keymap = dict(keymap)
         self._extra = tuple(extra)
+        self._replay = replay
 
     def compose(self) -> ComposeResult:
         """A titled box with the key table."""
         with VerticalScroll(id="help-box"):
             yield Static(Text("fishtalk keys", style="bold"), id="help-title")
-            yield Static(help_table(self._keymap, self._extra), id="help-table")
+            yield Static(
+                help_table(self._keymap, self._extra, replay=self._replay), id="help-table"
+            )
             yield Static(Text("Esc closes this screen.", style="dim"))
 
     def action_dismiss_help(self) -> None:

@@ -10,7 +10,10 @@ drop off the front nothing that stays is re-wrapped. A change re-lays out only f
 first changed item to the end (the last item, when a reply streams in).
 
 Follow mode: new content scrolls the view to the bottom only when it was already at the
-bottom; a person reading scrollback is never yanked down.
+bottom; a person reading scrollback is never yanked down. Whether the view follows is
+remembered when the view scrolls (by the user or to follow), not worked out from the
+geometry when content arrives: a pane that got shorter (the inspector opened, the window
+shrank) is still following, though its bottom line is now below the fold.
 """
 
 from __future__ import annotations
@@ -76,6 +79,8 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
         self._drawn_hidden = 0
         self._total = 0
         self._wrap_width = 0
+        self._following = True
+        """Whether the view sticks to the bottom (it was there when it last scrolled)."""
         self.renders = 0
         """How many items have been (re-)wrapped; the benchmark and tests read it."""
         self.layouts = 0
@@ -211,7 +216,17 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
     def _at_bottom(self) -> bool:
         if not self.is_mounted or self.is_vertical_scrollbar_grabbed:
             return not self.is_mounted
-        return self.scroll_offset.y >= self.max_scroll_y
+        return self._following
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """Scrolled (by the user, or to follow): follow from now on only at the bottom."""
+        super().watch_scroll_y(old_value, new_value)
+        self._following = round(new_value) >= self.max_scroll_y
+
+    @property
+    def following(self) -> bool:
+        """Whether new content scrolls into view (the view was at the bottom)."""
+        return self._following
 
     def _width(self) -> int:
         return max(self.scrollable_content_region.width, 10)
@@ -280,12 +295,14 @@ class TranscriptView(ScrollView, Generic[T], can_focus=True):
         return lines[offset] if offset < len(lines) else None
 
     def on_resize(self, event: Resize) -> None:
-        """Re-wrap everything for the new width, keeping follow mode."""
+        """Re-wrap everything for the new size, keeping follow mode (a pane that got
+        shorter still shows its newest line)."""
         del event
         follow = self._at_bottom()
         self._relayout()
         if follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self._following = True
 
     def on_mount(self) -> None:
         """Lay out whatever arrived before mounting."""

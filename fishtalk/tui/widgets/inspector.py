@@ -6,7 +6,11 @@ it turns what was collected into journal records (:class:`~fishtalk.engine.journ
 Recorder`) a few times a second and lists them, colour-coded by direction and kind:
 packets in, packets out, inputs, state changes, tool runs. A filter (substring of the
 topic, the type or the text) narrows the list; the highlighted record is shown
-pretty-printed below it. Remote text is shown literally: every line is a
+pretty-printed below it (beside it in a wide terminal). The list always keeps rows to
+move through: the detail only takes what the list leaves. Showing the pane takes no
+focus (the user goes on typing where they were; Tab reaches the list and the filter).
+Times are the journal's: seconds since the journal's header, when the app is given its
+origin (:meth:`Inspector.set_origin`). Remote text is shown literally: every line is a
 :class:`rich.text.Text` with control characters made visible, never markup.
 """
 
@@ -22,6 +26,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.events import Resize
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -34,6 +39,9 @@ KEEP: Final = 2_000
 PENDING: Final = 5_000
 """Observations kept while the pane is hidden."""
 SUMMARY_CHARS: Final = 160
+"""Characters of a record's preview in its list line (cut with a visible ``…``)."""
+SIDE_BY_SIDE: Final = 140
+"""From this many columns on, the detail is beside the list instead of under it."""
 
 STYLES: Final = {
     "packet_in": "green",
@@ -61,14 +69,22 @@ def summary_line(record: dict[str, Any]) -> Text:
     if not body:
         rest = {k: v for k, v in record.items() if k not in ("type", "t", "wall", "kind")}
         body = json.dumps(rest, ensure_ascii=False, separators=(",", ":"))
-    preview = strip(str(body))[:SUMMARY_CHARS]
+    preview = clip(strip(str(body)), SUMMARY_CHARS)
     t = record.get("t")
     stamp = f"{t:9.3f}" if isinstance(t, int | float) else " " * 9
     line = Text(f"{stamp} {ARROWS.get(kind, '  ')} ", style="dim")
     line.append(f"{kind:<10} ", style=STYLES.get(kind, ""))
     line.append(f"{strip(str(what))} ", style="bold")
     line.append(preview)
+    # One row per record: a long preview ends in "…" at the pane's edge, never wraps.
+    line.no_wrap = True
+    line.overflow = "ellipsis"
     return line
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, with ``…`` at the right end when cut."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
 def detail_text(record: dict[str, Any]) -> Text:
@@ -81,19 +97,53 @@ def detail_text(record: dict[str, Any]) -> Text:
     return Text(make_visible(json.dumps(shown, ensure_ascii=False, indent=2)))
 
 
+class RecordList(OptionList):
+    """The record list: reached with nothing picked, it picks the newest record (the one
+    in view while the list follows), so Up goes back in time from there."""
+
+    def on_focus(self) -> None:
+        """Pick the newest record when nothing is picked yet."""
+        if self.highlighted is None and self.option_count:
+            self.highlighted = self.option_count - 1
+
+
 class Inspector(Vertical):
     """The inspector pane (hidden until toggled)."""
 
+    # The filter is one borderless row; the list takes at least half of what is left
+    # (the detail scrolls in the rest), so Up/Down always move a selection one can see.
     DEFAULT_CSS: ClassVar[str] = """
     Inspector {
         display: none;
         height: 45%;
+        min-height: 8;
         border: round $secondary;
     }
     Inspector.-shown { display: block; }
-    Inspector #inspector-filter { height: 3; }
-    Inspector #inspector-list { height: 1fr; }
-    Inspector #inspector-detail { height: auto; max-height: 12; overflow-y: auto; }
+    Inspector #inspector-filter { height: 1; border: none; padding: 0 1; }
+    Inspector #inspector-body { height: 1fr; }
+    Inspector #inspector-list {
+        height: 1fr;
+        min-height: 3;
+        border: none;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    Inspector #inspector-detail {
+        height: auto;
+        max-height: 50%;
+        overflow-y: auto;
+        border-top: solid $secondary 50%;
+    }
+    Inspector #inspector-body.-side { layout: horizontal; }
+    Inspector #inspector-body.-side #inspector-list { width: 1fr; height: 1fr; }
+    Inspector #inspector-body.-side #inspector-detail {
+        width: 1fr;
+        height: 1fr;
+        max-height: 100%;
+        border-top: none;
+        border-left: solid $secondary 50%;
+    }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -101,19 +151,32 @@ class Inspector(Vertical):
         self.border_title = "inspector"
         self._pending: deque[Observation] = deque(maxlen=PENDING)
         self._recorder = Recorder(time.monotonic(), time.time())
+        self._body = Vertical(id="inspector-body")
         self.records: deque[dict[str, Any]] = deque(maxlen=KEEP)
         """Every record converted so far (filtered or not)."""
         self._filter = ""
         self._shown: list[dict[str, Any]] = []
-        self._list = OptionList(id="inspector-list")
+        self._list = RecordList(id="inspector-list")
         self._detail = Static(id="inspector-detail")
         self._input = Input(placeholder="filter: topic, type or text", id="inspector-filter")
 
     def compose(self) -> ComposeResult:
-        """Filter, list, detail."""
+        """Filter, then the list with the detail under it (or beside it)."""
         yield self._input
-        yield self._list
-        yield self._detail
+        with self._body:
+            yield self._list
+            yield self._detail
+
+    def on_resize(self, event: Resize) -> None:
+        """Wide: the detail goes beside the list, which then keeps the pane's height."""
+        self._body.set_class(event.size.width >= SIDE_BY_SIDE, "-side")
+
+    def set_origin(self, mono0: float, wall0: float) -> None:
+        """Time records from ``mono0`` (the session clock) and ``wall0`` (Unix time): the
+        journal's header, so a record's time here is the journal's for the same record.
+        Only before the first record is converted (times never jump)."""
+        if not self.records:
+            self._recorder = Recorder(mono0, wall0)
 
     def on_mount(self) -> None:
         """Convert what was collected a few times a second (only while shown)."""
@@ -125,12 +188,17 @@ class Inspector(Vertical):
         return self.has_class("-shown")
 
     def toggle(self) -> bool:
-        """Show or hide the pane; returns whether it is shown now."""
+        """Show or hide the pane; returns whether it is shown now. The focus stays where
+        it is (hiding it from inside the pane is the app's to move)."""
         self.toggle_class("-shown")
         if self.shown:
             self.pump()
-            self._input.focus()
         return self.shown
+
+    @property
+    def focus_stops(self) -> tuple[RecordList, Input]:
+        """Where Tab stops in the pane, in order: the list, then the filter."""
+        return (self._list, self._input)
 
     def collect(self, item: Observation) -> None:
         """The session observer: keep the observation for later (cheap; on the loop)."""
@@ -157,12 +225,18 @@ class Inspector(Vertical):
         return self._filter in text
 
     def _append(self, records: list[dict[str, Any]]) -> None:
+        options = self._list
+        # Like the transcript, the list follows the newest records until one is picked
+        # or the list is scrolled up.
+        tail = options.highlighted is None and options.scroll_y >= options.max_scroll_y
         self._shown.extend(records)
-        self._list.add_options([Option(summary_line(r)) for r in records])
+        options.add_options([Option(summary_line(r)) for r in records])
         overflow = len(self._shown) - KEEP
         if overflow > 0:
             del self._shown[:overflow]
             self._rebuild()
+        if tail:
+            options.call_after_refresh(options.scroll_end, animate=False, immediate=True)
 
     def _rebuild(self) -> None:
         self._list.clear_options()
@@ -193,4 +267,4 @@ class Inspector(Vertical):
         return list(self._shown)
 
 
-__all__ = ["Inspector", "detail_text", "summary_line"]
+__all__ = ["Inspector", "RecordList", "clip", "detail_text", "summary_line"]

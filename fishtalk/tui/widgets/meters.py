@@ -13,8 +13,22 @@ from fishtalk.engine.audio.base import AudioLevels
 _FLOOR_DB = -60.0
 _BLOCKS = " ▏▎▍▌▋▊▉█"
 
-NO_AUDIO = "no audio (text only)"
-"""What the meters' place shows when the session has no audio devices."""
+NO_AUDIO = "no audio"
+"""What the meters' place shows when the session has no audio devices (and no reason)."""
+
+
+def no_audio_text(reason: str | None) -> str:
+    """The status bar's line without audio: why, in the backend's words (``no audio
+    devices found``, ``no audio: audio disabled``), kept for as long as it is true. Not
+    "text only": the agent may well be speaking its replies, we just cannot play them."""
+    words = (reason or "").strip()
+    if words.startswith("text-only"):
+        words = words.removeprefix("text-only").lstrip(":").strip()
+    if not words:
+        return NO_AUDIO
+    if words.startswith("no audio"):
+        return words
+    return f"{NO_AUDIO}: {words}"
 
 
 def level_fraction(rms: float) -> float:
@@ -45,6 +59,8 @@ class LevelMeters(Widget):
     audio: reactive[bool] = reactive(True)
     """False when the session has no audio devices (text-only)."""
     muted: reactive[bool] = reactive(False)
+    reason: reactive[str] = reactive("")
+    """Why there is no audio (the backend's description), shown instead of the meters."""
 
     def watch_audio(self, audio: bool) -> None:
         """Two rows for two meters; the one-line notice gives the other row back."""
@@ -54,7 +70,7 @@ class LevelMeters(Widget):
         """Draw both meters to fit the current width."""
         if not self.audio:
             # One line that never wraps: the status bar is as narrow as 22 cells at 80x24.
-            return Text(NO_AUDIO, style="dim", no_wrap=True, overflow="ellipsis")
+            return Text(no_audio_text(self.reason), style="dim", no_wrap=True, overflow="ellipsis")
         label_width = 6
         width = max(self.size.width - label_width, 4)
         mic_label = "mic ✕ " if self.muted else "mic   "

@@ -105,20 +105,7 @@ def render_card(
     card stays a few lines tall in a narrow panel. ``ended``: the call is over, so a
     call still running will never finish (it shows as cancelled).
     """
-    status = _final(card.display_status, ended)
-    glyph, label = _status(status)
-    text = Text(overflow="fold")
-    text.append(f"{glyph} ", style=_style(status))
-    text.append_text(safe_text(card.tool_name, "bold"))
-    text.append("  ")
-    text.append_text(safe_text(card.source, "dim"))
-    elapsed = card_elapsed(card, now)
-    if elapsed is not None:
-        text.append(f"  {_fmt_seconds(elapsed)}", style="dim")
-    text.append(f"  {label}", style=_style(status))
-    if card.node_id:
-        text.append("  node ", style="dim")
-        text.append_text(safe_text(card.node_id, "dim"))
+    text = _header(card, now, width=width, ended=ended)
 
     def one_line(line: Text) -> None:
         if width is not None and width > 0:
@@ -157,22 +144,62 @@ def render_card(
     if client is not None:
         client_status = _final(client.status, ended)
         cglyph, clabel = _status(client_status)
-        text.append("\nlocal ", style="bold dim")
-        text.append(f"{cglyph} {clabel}", style=_style(client_status))
+        local = Text("local ", style="bold dim")
+        local.append(f"{cglyph} {clabel}", style=_style(client_status))
         if client.duration is not None:
-            text.append(f" {_fmt_seconds(client.duration)}", style="dim")
+            local.append(f" {_fmt_seconds(client.duration)}", style="dim")
         if not client.expects_response:
-            text.append(" (no reply expected)", style="dim")
+            local.append(" (no reply expected)", style="dim")
+        if expanded:
+            text.append("\n")
+            text.append_text(local)
+        else:
+            one_line(local)
         if client.params and expanded:
             text.append("\nparams ", style="bold dim")
             text.append("\n")
             text.append_text(safe_text(pretty_payload(_json(client.params))))
+        # The local outcome's text, unless the card said it already (a declined call's
+        # message comes back as the agent's error too): a message is shown once.
         shown = client.error or client.result_preview
+        if shown and shown.strip() in {x.strip() for x in (card.error, card.output) if x}:
+            shown = None
         if shown and expanded:
             text.append("\n→ ", style="dim")
             text.append_text(safe_text(pretty_payload(shown)))
         elif shown:
             one_line(Text("→ ", style="dim").append_text(safe_text(_one_line(shown))))
+    return text
+
+
+def _header(card: ToolCard, now: float, *, width: int | None, ended: bool) -> Text:
+    """The card's first line: status glyph and tool name, then where it ran, its time, its
+    state (and node). With ``width``, when that does not fit on one line, the details go
+    whole onto a line of their own (each line cut with ``…``), never split mid-way."""
+    status = _final(card.display_status, ended)
+    glyph, label = _status(status)
+    head = Text(f"{glyph} ", style=_style(status))
+    head.append_text(safe_text(card.tool_name, "bold"))
+    meta = safe_text(card.source, "dim")
+    elapsed = card_elapsed(card, now)
+    if elapsed is not None:
+        meta.append(f"  {_fmt_seconds(elapsed)}", style="dim")
+    meta.append(f"  {label}", style=_style(status))
+    if card.node_id:
+        meta.append("  node ", style="dim")
+        meta.append_text(safe_text(card.node_id, "dim"))
+    text = Text(overflow="fold")
+    if width is None or width <= 0 or head.cell_len + 2 + meta.cell_len <= width:
+        text.append_text(head)
+        text.append("  ")
+        text.append_text(meta)
+        return text
+    head.truncate(width, overflow="ellipsis")
+    details = Text("  ").append_text(meta)
+    details.truncate(width, overflow="ellipsis")
+    text.append_text(head)
+    text.append("\n")
+    text.append_text(details)
     return text
 
 

@@ -88,11 +88,13 @@ def render_segment(
         text.append("  (not sent)" if ended else "  (queued)", style="dim italic")
     if seg.typed and seg.audio is False:
         text.append("  ·text reply", style="dim")
-    if badge and seg.role == "agent":
+    if badge and seg.role == "agent" and not (seg.interrupted and badge == INTERRUPTED):
         text.append_text(badge_piece(badge))
     return text
 
 
+INTERRUPTED = "interrupted"
+"""The badge of a reply cut before it was heard (the segment's own mark says so)."""
 BADGE_GLYPH = "◷"
 """Marks a turn's latency badge (the words are ``latency.badge``'s)."""
 _AGENT_INDENT = cell_len("agent ▸ ")
@@ -189,6 +191,8 @@ class Transcript(TranscriptView[TranscriptItem]):
         no_color = self.is_attached and self.app.no_color
         text = render_segment(item, ended=self._ended, no_color=no_color)
         badge = self._badges.by_segment.get(item.segment_id) if item.role == "agent" else None
+        if badge == INTERRUPTED and item.interrupted:
+            badge = None  # "⏹ interrupted" says it already: one mark, not two
         if badge is None:
             return text
         if not self.is_attached:
