@@ -1,0 +1,117 @@
+"""The bridge between Locust's gevent greenlets and fishtalk's asyncio engine.
+
+Locust runs its users as gevent greenlets on one hub in the process's main thread. The
+engine (asyncio, and livekit's native client, whose networking gevent cannot patch) runs on
+:class:`EngineThread`: one real OS thread per process with its own event loop, where every
+user's session is an asyncio task. A greenlet hands a coroutine over with
+:meth:`EngineThread.submit` and waits for it with :func:`wait_green`: the engine thread's
+done-callback wakes the hub through ``loop.run_callback_threadsafe`` (gevent's one
+thread-safe entry), and the greenlet yields to the hub meanwhile, so heartbeats, stats and
+the web UI keep running. Nothing in the engine's thread touches gevent, and ``fishtalk load``
+and the shipped locustfile run Locust without monkey-patching (``LOCUST_SKIP_MONKEY_PATCH``),
+so the engine's sockets, locks and selectors are the standard library's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import Coroutine
+from typing import Any, Final, TypeVar
+
+T = TypeVar("T")
+
+DRAIN_TIMEOUT: Final = 20.0
+"""Seconds :meth:`EngineThread.close` gives the open sessions to hang up."""
+
+
+class EngineThread:
+    """One asyncio event loop on one real OS thread (started on first use, so a process
+    that forks, like Locust's ``--processes``, starts its own after the fork)."""
+
+    def __init__(self, name: str = "fishtalk-engine") -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the loop's thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The running loop (started here the first time)."""
+        with self._lock:
+            if self._loop is None or not self.running:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+                thread = threading.Thread(
+                    target=self._run, args=(loop, ready), name=self._name, daemon=True
+                )
+                thread.start()
+                ready.wait()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+        asyncio.set_event_loop(loop)
+        loop.call_soon(ready.set)
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` as a task on the engine's loop; cancelling the future cancels it."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop())
+
+    def close(self, timeout: float = DRAIN_TIMEOUT) -> None:
+        """Cancel every task (each session hangs up as it unwinds), wait up to ``timeout``
+        for them, stop the loop and join its thread. Safe to call twice."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None or not thread.is_alive():
+            return
+        drained = asyncio.run_coroutine_threadsafe(_drain(timeout), loop)
+        with contextlib.suppress(Exception):
+            wait_green(drained, timeout + 1.0)
+        with contextlib.suppress(RuntimeError):  # the loop already closed
+            loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout)
+
+
+async def _drain(within: float) -> None:
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=within)
+
+
+def wait_green(future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
+    """``future``'s result, waited for without blocking gevent's hub (from a greenlet, or
+    the main greenlet). If the wait is interrupted (the greenlet is killed: Locust stopping
+    a user; Ctrl-C) or times out, the future is cancelled, so the session task unwinds and
+    hangs up on the engine's thread, and the interruption propagates."""
+    import gevent
+    import gevent.event
+
+    hub = gevent.get_hub()
+    done = gevent.event.Event()
+    # The callback runs on the engine's thread (or here, if already done); only the
+    # thread-safe entry may touch the hub from there.
+    future.add_done_callback(lambda _f: hub.loop.run_callback_threadsafe(done.set))
+    try:
+        finished = done.wait(timeout)
+    except BaseException:
+        future.cancel()
+        raise
+    if not finished:
+        future.cancel()
+        raise TimeoutError(f"the engine did not answer within {timeout:g} s")
+    return future.result()
