@@ -40,9 +40,10 @@ def _locust_argv(
     expect_workers: int | None,
     extra: list[str],
 ) -> list[str]:
-    from fishtalk.workbench.load import locustfile
-
-    argv = ["locust", "-f", str(Path(locustfile.__file__).with_suffix(".py"))]
+    # Its path only: importing it would import Locust before _run_locust says how.
+    spec = importlib.util.find_spec("fishtalk.workbench.load.locustfile")
+    assert spec is not None and spec.origin is not None
+    argv = ["locust", "-f", spec.origin]
     if worker:
         argv += ["--worker", "--master-host", master_host or "127.0.0.1"]
         return [*argv, *(["--processes", str(processes)] if processes else []), *extra]

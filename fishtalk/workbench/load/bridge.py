@@ -7,9 +7,14 @@ user's session is an asyncio task. A greenlet hands a coroutine over with
 :meth:`EngineThread.submit` and waits for it with :func:`wait_green`: the engine thread's
 done-callback wakes the hub through ``loop.run_callback_threadsafe`` (gevent's one
 thread-safe entry), and the greenlet yields to the hub meanwhile, so heartbeats, stats and
-the web UI keep running. Nothing in the engine's thread touches gevent, and ``fishtalk load``
-and the shipped locustfile run Locust without monkey-patching (``LOCUST_SKIP_MONKEY_PATCH``),
-so the engine's sockets, locks and selectors are the standard library's own.
+the web UI keep running.
+
+No monkey-patching reaches the engine: ``fishtalk load`` and the shipped locustfile run
+Locust with ``LOCUST_SKIP_MONKEY_PATCH`` set, so sockets, locks, selectors and threads stay
+the standard library's own in every thread. Locust's own code needs one thing patched: its
+main loop waits with ``time.sleep``, which must yield to the hub. :func:`hub_aware_sleep`
+replaces ``time.sleep`` with a function that yields on the hub's thread only and is the
+original sleep on every other thread, the engine's and livekit's included.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
@@ -36,6 +42,8 @@ class EngineThread:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self.used = False
+        """Whether the loop ever ran in this process (livekit's native threads may too)."""
 
     @property
     def running(self) -> bool:
@@ -54,6 +62,7 @@ class EngineThread:
                 thread.start()
                 ready.wait()
                 self._loop, self._thread = loop, thread
+                self.used = True
             return self._loop
 
     @staticmethod
@@ -115,3 +124,32 @@ def wait_green(future: concurrent.futures.Future[T], timeout: float | None = Non
         future.cancel()
         raise TimeoutError(f"the engine did not answer within {timeout:g} s")
     return future.result()
+
+
+def hub_poster() -> Callable[[Callable[[], None]], None]:
+    """Call this on a greenlet: it returns ``post(function)``, which any thread may call to
+    run ``function`` on that greenlet's hub soon after (where Locust's stats live)."""
+    import gevent
+
+    loop = gevent.get_hub().loop  # this thread's hub: never look one up on the engine's
+    return lambda function: loop.run_callback_threadsafe(function)
+
+
+def hub_aware_sleep() -> None:
+    """Make ``time.sleep`` yield to gevent's hub when called on this (the hub's) thread, and
+    stay the original sleep on any other thread. Idempotent."""
+    import gevent
+
+    original = time.sleep
+    if getattr(original, "hub_thread", None) is not None:
+        return
+    hub_thread = threading.get_ident()
+
+    def sleep(seconds: float) -> None:
+        if threading.get_ident() == hub_thread:
+            gevent.sleep(seconds)
+        else:
+            original(seconds)
+
+    sleep.hub_thread = hub_thread  # type: ignore[attr-defined]
+    time.sleep = sleep  # type: ignore[assignment]  # typeshed's takes SupportsIndex too

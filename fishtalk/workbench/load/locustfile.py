@@ -7,7 +7,8 @@ Locust patches the standard library with gevent when it is imported, unless
 ``LOCUST_SKIP_MONKEY_PATCH`` is set. The engine must run on the standard library's own
 sockets, locks and selectors (see :mod:`.bridge`), so when the ``locust`` command loaded
 this file after patching, it runs the same command again with the variable set (the
-``os.execv`` below, before Locust has started anything).
+``os.execv`` below, before Locust has started anything); then it makes ``time.sleep``
+yield to the hub on Locust's thread only (:func:`~.bridge.hub_aware_sleep`).
 """
 
 import os
@@ -21,7 +22,12 @@ if "locust" in sys.modules and not os.environ.get("LOCUST_SKIP_MONKEY_PATCH"):
         )
     os.environ["LOCUST_SKIP_MONKEY_PATCH"] = "1"
     os.execv(sys.executable, [sys.executable, "-m", "locust", *sys.argv[1:]])  # noqa: S606
+# Imported before Locust (by another locustfile, or a script): keep Locust from patching.
+os.environ.setdefault("LOCUST_SKIP_MONKEY_PATCH", "1")
 
+from fishtalk.workbench.load.bridge import hub_aware_sleep
 from fishtalk.workbench.load.user import FishtalkUser
+
+hub_aware_sleep()
 
 __all__ = ["FishtalkUser"]

@@ -36,12 +36,16 @@ class Request:
     error: str | None = None
 
 
-def start_request(test: TestFile, connect_seconds: float | None, result: TestResult) -> Request:
-    """The session start: its connect time, or the reason it never started."""
-    name = f"{test.name}: start"
-    if connect_seconds is None:
-        return Request("session", name, result.duration * 1000, result.error or "not started")
-    return Request("session", name, connect_seconds * 1000)
+def start_request(test: TestFile, connect_seconds: float) -> Request:
+    """A session that started: its connect time (reported as it connects)."""
+    return Request("session", f"{test.name}: start", connect_seconds * 1000)
+
+
+def failed_start(test: TestFile, result: TestResult) -> Request:
+    """A session that never started, with the reason."""
+    return Request(
+        "session", f"{test.name}: start", result.duration * 1000, result.error or "not started"
+    )
 
 
 def _reason(failures: Sequence[Failure]) -> str | None:

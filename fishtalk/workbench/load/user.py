@@ -14,22 +14,24 @@ they must sit at the same path on the workers).
 
 from __future__ import annotations
 
+import atexit
 import logging
 import sys
 import threading
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from locust import User, events
 from locust.exception import StopUser
-from locust.runners import WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
 from fishtalk.core.errors import FishtalkError
-from fishtalk.workbench.load.bridge import EngineThread, wait_green
+from fishtalk.workbench.load.bridge import EngineThread, hub_poster, wait_green
 from fishtalk.workbench.load.plan import DEFAULT_PACE, MAX_SESSIONS_AGENT, LoadPlan
-from fishtalk.workbench.load.requests import Request, start_request, turn_requests
+from fishtalk.workbench.load.requests import Request, failed_start, start_request, turn_requests
 
 if TYPE_CHECKING:
     from locust.env import Environment
@@ -118,14 +120,60 @@ def _init(environment: Environment, **_kwargs: object) -> None:
         sys.exit(2)
 
 
-def _quit(**_kwargs: object) -> None:
+def _quit(exit_code: int = 0, **_kwargs: object) -> None:
     # After Locust stopped the users: give their sessions time to hang up.
     ENGINE.close()
+    _exit_code.append(exit_code)
+
+
+_exit_code: list[int] = []
+
+
+def _leave_without_finalizing() -> None:
+    """The last exit handler (registered at import, so Locust's own run first): once the
+    engine ran here, leave as ``fishtalk`` does (:func:`~fishtalk.engine.native.exit_process`),
+    since livekit's native threads can abort a finalizing interpreter."""
+    if ENGINE.used and _exit_code:
+        from fishtalk.engine.native import exit_process
+
+        exit_process(_exit_code[-1])
+
+
+atexit.register(_leave_without_finalizing)
 
 
 events.init_command_line_parser.add_listener(_options)
 events.init.add_listener(_init)
 events.quit.add_listener(_quit)
+
+
+def _graceful_master(environment: Environment, **_kwargs: object) -> None:
+    """A master's quit (run time over, Ctrl-C) first stops the test as the web UI's Stop
+    does: the workers finish their sessions (within ``--stop-timeout``) and report them, so
+    the master's totals hold every session (its plain quit waits half a second)."""
+    runner = environment.runner
+    if not isinstance(runner, MasterRunner):
+        return
+    quit_now = runner.quit
+
+    def quit_gracefully() -> None:
+        runner.stop()
+        quit_now()
+
+    object.__setattr__(runner, "quit", quit_gracefully)  # this runner only
+
+
+def _report_now(environment: Environment, **_kwargs: object) -> None:
+    """A worker whose users stopped reports at once, ahead of its ``client_stopped``
+    (else the last sessions wait for the next periodic report, which may come too late)."""
+    runner = environment.runner
+    send = getattr(runner, "_send_stats", None)
+    if isinstance(runner, WorkerRunner) and send is not None:
+        send()
+
+
+events.init.add_listener(_graceful_master)
+events.test_stop.add_listener(_report_now)
 
 
 @lru_cache(maxsize=4)
@@ -135,17 +183,22 @@ def _parse(text: str, path: str) -> TestFile:
     return parse_test(text, source=path or "<test>")
 
 
-async def _one_session(test: TestFile, target: Target) -> tuple[TestResult, float | None]:
+async def _one_session(
+    test: TestFile, target: Target, on_connected: Callable[[float], None]
+) -> tuple[TestResult, bool]:
+    """Run ``test`` once; ``on_connected(seconds)`` as the session connects (on this, the
+    engine's thread). Returns the result and whether the session started."""
     from fishtalk.workbench.agenttest.runner import run_test
 
     began = time.monotonic()
-    connected: list[float] = []
+    started: list[bool] = []
 
     def on_session(_session: AgentSession) -> None:
-        connected.append(time.monotonic() - began)
+        started.append(True)
+        on_connected(time.monotonic() - began)
 
     result = await run_test(test, target, on_session=on_session)
-    return result, connected[0] if connected else None
+    return result, bool(started)
 
 
 class FishtalkUser(User):
@@ -177,13 +230,19 @@ class FishtalkUser(User):
         )
         self._started = time.monotonic()
         at = time.time()
+        post = hub_poster()
+
+        def connected(seconds: float) -> None:
+            # Reported as it happens: a session Locust stops mid-way still counts as started.
+            post(lambda: self._fire(start_request(test, seconds), at))
+
         try:
-            result, connect = wait_green(ENGINE.submit(_one_session(test, target)))
+            result, started = wait_green(ENGINE.submit(_one_session(test, target, connected)))
         except Exception as exc:  # a bug in a session must not end the user
             self._fire(Request("session", f"{test.name}: whole session", 0.0, repr(exc)), at)
             return
-        self._fire(start_request(test, connect, result), at)
-        if connect is None:
+        if not started:
+            self._fire(failed_start(test, result), at)
             return
         for request in turn_requests(test, result):
             self._fire(request, at)
