@@ -51,14 +51,13 @@ class Sim:
         """The ids of the sessions it has seen."""
         return set(self.handle.agents)
 
-    def all_hung_up(self, ids: set[str], within: float = 30.0) -> None:
-        """Wait until each of those sessions' agents received ``user.hangup``."""
+    def all_noted(self, ids: set[str], note: str, within: float = 30.0) -> None:
+        """Wait until each of those sessions' agents noted ``note`` (``received
+        user.hangup``)."""
 
         async def check() -> None:
             for session_id in ids:
-                await self.handle.agents[session_id].wait_note(
-                    "received user.hangup", within=within
-                )
+                await self.handle.agents[session_id].wait_note(note, within=within)
 
         asyncio.run_coroutine_threadsafe(check(), self.loop).result(within * len(ids) + 5)
 

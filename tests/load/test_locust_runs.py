@@ -116,7 +116,7 @@ def test_ctrl_c_hangs_every_session_up_and_writes_the_report(sim: Sim, tmp_path:
     html = tmp_path / "report.html"
     run = subprocess.Popen(
         [
-            sys.executable, "-m", "fishtalk", "load", str(FILES / "long.toml"),
+            sys.executable, "-m", "fishtalk", "load", str(FILES / "held.toml"),
             "--agent", "chat", "--api-url", sim.handle.api_url, "--yes", "-u", "3", "-r", "3",
             "-t", "5m", "--max-sessions", "1000", "--html", str(html),
         ],
@@ -126,9 +126,11 @@ def test_ctrl_c_hangs_every_session_up_and_writes_the_report(sim: Sim, tmp_path:
     while len(sim.sessions() - before) < 3:
         assert run.poll() is None and time.monotonic() < deadline
         time.sleep(0.1)
+    opened = sim.sessions() - before
+    sim.all_noted(opened, "received user.message", within=90)  # connected, in the minute-long wait
     run.send_signal(signal.SIGINT)
     run.wait(WAIT)
-    sim.all_hung_up(sim.sessions() - before)
+    sim.all_noted(opened, "received user.hangup")
     out = (tmp_path / "run.log").read_text("utf-8")
     assert html.exists(), out[-3000:]
     assert "Traceback" not in out

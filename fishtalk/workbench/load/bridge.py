@@ -22,12 +22,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
+
+_log = logging.getLogger(__name__)
 
 DRAIN_TIMEOUT: Final = 20.0
 """Seconds :meth:`EngineThread.close` gives the open sessions to hang up."""
@@ -44,6 +47,7 @@ class EngineThread:
         self._thread: threading.Thread | None = None
         self.used = False
         """Whether the loop ever ran in this process (livekit's native threads may too)."""
+        self._sessions: set[asyncio.Task[Any]] = set()
 
     @property
     def running(self) -> bool:
@@ -76,17 +80,27 @@ class EngineThread:
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run ``coro`` as a task on the engine's loop; cancelling the future cancels it."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop())
+        return asyncio.run_coroutine_threadsafe(self._tracked(coro), self.loop())
+
+    async def _tracked(self, coro: Coroutine[Any, Any, T]) -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        self._sessions.add(task)
+        try:
+            return await coro
+        finally:
+            self._sessions.discard(task)
 
     def close(self, timeout: float = DRAIN_TIMEOUT) -> None:
-        """Cancel every task (each session hangs up as it unwinds), wait up to ``timeout``
-        for them, stop the loop and join its thread. Safe to call twice."""
+        """Cancel the submitted tasks (each session hangs up as it unwinds; the SDK's and
+        the sessions' own tasks are left to do that), wait up to ``timeout`` for them, stop
+        the loop and join its thread. Safe to call twice."""
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
         if loop is None or thread is None or not thread.is_alive():
             return
-        drained = asyncio.run_coroutine_threadsafe(_drain(timeout), loop)
+        drained = asyncio.run_coroutine_threadsafe(_drain(self._sessions, timeout), loop)
         with contextlib.suppress(Exception):
             wait_green(drained, timeout + 1.0)
         with contextlib.suppress(RuntimeError):  # the loop already closed
@@ -94,10 +108,12 @@ class EngineThread:
         thread.join(timeout)
 
 
-async def _drain(within: float) -> None:
-    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+async def _drain(sessions: set[asyncio.Task[Any]], within: float) -> None:
+    tasks = set(sessions)  # copied here, on the loop that changes it
     for task in tasks:
-        task.cancel()
+        # Once only: a second cancel would cut short the hangup the first one started.
+        if not task.cancelling():
+            task.cancel()
     if tasks:
         await asyncio.wait(tasks, timeout=within)
 
@@ -117,7 +133,8 @@ def wait_green(future: concurrent.futures.Future[T], timeout: float | None = Non
     future.add_done_callback(lambda _f: hub.loop.run_callback_threadsafe(done.set))
     try:
         finished = done.wait(timeout)
-    except BaseException:
+    except BaseException as exc:
+        _log.info("the wait for a session was interrupted (%r): cancelling it", exc)
         future.cancel()
         raise
     if not finished:
