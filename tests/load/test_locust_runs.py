@@ -52,7 +52,7 @@ def _master_and_workers(
             env=env,
             stdout=_log(tmp_path / f"worker{n}.log"),
             stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        )
         for n in range(workers)
     ]
     return master.wait(WAIT), [w.wait(WAIT) for w in started]
@@ -94,7 +94,8 @@ def test_a_worker_with_20_users_stays_live_while_sessions_run(sim: Sim, tmp_path
     )  # fmt: skip
     # Exit 1 is allowed: on a loaded host a session may time out starting; liveness is
     # what this test is about.
-    assert master.wait(WAIT) in (0, 1) and worker.wait(WAIT) in (0, 1)
+    assert master.wait(WAIT) in (0, 1)
+    assert worker.wait(WAIT) in (0, 1)
     master_log = (tmp_path / "master.log").read_text("utf-8")
     worker_log = (tmp_path / "worker.log").read_text("utf-8")
     # Locust's own verdicts on liveness, both ways.
@@ -124,7 +125,8 @@ def test_ctrl_c_hangs_every_session_up_and_writes_the_report(sim: Sim, tmp_path:
     )  # fmt: skip
     deadline = time.monotonic() + WAIT
     while len(sim.sessions() - before) < 3:
-        assert run.poll() is None and time.monotonic() < deadline
+        assert run.poll() is None
+        assert time.monotonic() < deadline
         time.sleep(0.1)
     opened = sim.sessions() - before
     sim.all_noted(opened, "received user.message", within=90)  # connected, in the minute-long wait

@@ -42,7 +42,8 @@ def _locust_argv(
 ) -> list[str]:
     # Its path only: importing it would import Locust before _run_locust says how.
     spec = importlib.util.find_spec("fishtalk.workbench.load.locustfile")
-    assert spec is not None and spec.origin is not None
+    assert spec is not None
+    assert spec.origin is not None
     argv = ["locust", "-f", spec.origin]
     if worker:
         argv += ["--worker", "--master-host", master_host or "127.0.0.1"]
