@@ -96,7 +96,7 @@ def main() -> None:
                 stdout=out, stderr=subprocess.DEVNULL, env=env,
             )  # fmt: skip
         try:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 120
             while not (url := re.search(r"http://[\d.:]+", log.read_text())):
                 if time.monotonic() > deadline:
                     raise SystemExit("the sim did not start")

@@ -16,7 +16,8 @@ import pytest
 
 from .conftest import FILES, WAIT, Sim, free_port, locust, locust_env
 
-pytestmark = pytest.mark.webrtc
+# Generous: each test runs real Locust processes and WebRTC sessions on a shared host.
+pytestmark = [pytest.mark.webrtc, pytest.mark.timeout(300)]
 
 
 def _fishtalk_args(sim: Sim, test: str, *, pace: float = 0.5) -> list[str]:

@@ -148,7 +148,9 @@ def load_agent(
     ] = None,
     processes: Annotated[
         int | None,
-        typer.Option("--processes", help="Fork N worker processes (-1: one per core)."),
+        typer.Option(
+            "--processes", metavar="N", help="Fork N worker processes (-1: one per core)."
+        ),
     ] = None,
     api_url: ApiUrlOption = None,
 ) -> None:
