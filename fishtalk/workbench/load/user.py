@@ -157,7 +157,15 @@ def _graceful_master(environment: Environment, **_kwargs: object) -> None:
     quit_now = runner.quit
 
     def quit_gracefully() -> None:
+        from locust.rpc import Message
+
+        workers = [client.id for client in runner.clients.all]
         runner.stop()
+        # A worker that reported it stopped is no longer the master's client, so Locust's
+        # quit would not tell it: tell each one here, or it lingers until its heartbeat
+        # timeout.
+        for worker in workers:
+            runner.server.send_to_client(Message("quit", None, worker))
         quit_now()
 
     object.__setattr__(runner, "quit", quit_gracefully)  # this runner only
