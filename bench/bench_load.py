@@ -34,7 +34,7 @@ wait = 3
 [[turns]]
 hangup = true
 """
-USERS = (1, 5, 10, 20)
+USERS = (1, 5, 10)
 RUN_SECONDS = 20
 
 
@@ -73,9 +73,11 @@ def _row(n: int, url: str, env: dict[str, str], tmp: Path) -> tuple[float, float
         raise SystemExit(f"locust failed ({done.returncode}): {done.stderr[-2000:]}")
     entries = json.loads(Path(f"{stats}.json").read_text("utf-8"))
     starts = next(e for e in entries if e["name"].endswith(": start"))
-    turn = next(e for e in entries if e["method"] == "turn")
-    first = f"{_percentile(turn['response_times'], 0.5) / 1000:.2f} / "
-    first += f"{_percentile(turn['response_times'], 0.95) / 1000:.2f}"
+    turn = next((e for e in entries if e["method"] == "turn"), None)
+    first = "–"
+    if turn is not None:
+        first = f"{_percentile(turn['response_times'], 0.5) / 1000:.2f} / "
+        first += f"{_percentile(turn['response_times'], 0.95) / 1000:.2f}"
     sessions = starts["num_requests"] - starts["num_failures"]
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, sessions, first
 
