@@ -19,7 +19,17 @@ from typing import Annotated
 import typer
 
 from fishtalk._version import __version__
-from fishtalk.cli.commands import agenttest, chat, config, devices, journals, session, sim, tools
+from fishtalk.cli.commands import (
+    agenttest,
+    chat,
+    config,
+    devices,
+    journals,
+    load,
+    session,
+    sim,
+    tools,
+)
 from fishtalk.cli.exits import EXIT_ERROR, EXIT_OK, exit_code_for
 from fishtalk.cli.shared import fail, state
 from fishtalk.core.errors import FishtalkError
@@ -44,6 +54,7 @@ app = typer.Typer(
 _TOP_LEVEL = (
     chat.demo,
     agenttest.run_agent_tests,
+    load.load_agent,
     chat.chat,
     devices.devices,
     devices.agents,
@@ -55,7 +66,7 @@ _TOP_LEVEL = (
 )
 _DECLARED = {
     info.callback: info
-    for module in (chat, agenttest, devices, journals)
+    for module in (chat, agenttest, load, devices, journals)
     for info in module.commands.registered_commands
 }
 app.registered_commands.extend(_DECLARED[callback] for callback in _TOP_LEVEL)

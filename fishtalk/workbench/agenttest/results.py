@@ -106,6 +106,8 @@ class TestResult:
     duration: float = 0.0
     first_text: list[float] = field(default_factory=list)
     """Per ``say``/``listen`` turn: seconds until the agent's first text."""
+    first_text_by_turn: dict[str, float] = field(default_factory=dict)
+    """The same figures by turn (``turn 2 (say 'hi')``), for ``fishtalk load``."""
     heard: list[HeardTurn] = field(default_factory=list)
     """Per ``say``/``speak`` turn: its heard latency (or why there is none)."""
     p95_heard: float | None = None

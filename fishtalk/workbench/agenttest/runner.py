@@ -252,6 +252,7 @@ async def run_test(
             first = measured.first_text
         if first is not None:
             result.first_text.append(first)
+            result.first_text_by_turn[where] = first
         heard: list[HeardTurn] = []
         if turn.action in ("say", "speak"):
             heard.append(_heard_turn(where, by_window.get(index)))
