@@ -73,6 +73,7 @@ from fishtalk.core.conversation.inputs import (
     ParticipantLeft,
     Reconnected,
     Reconnecting,
+    ReplyAudioMeasured,
     SendText,
     SetMuted,
     SetSpoken,
@@ -86,6 +87,7 @@ from fishtalk.core.conversation.latency import (
     LatencyMark,
 )
 from fishtalk.core.conversation.latency_rules import _on_latency_mark
+from fishtalk.core.conversation.reply_audio import MAX_REPORTS
 from fishtalk.core.conversation.state import (
     State,
 )
@@ -127,6 +129,10 @@ def reduce(state: State, inp: Input) -> Result:
     return r.s, r.fx
 
 
+def _on_reply_audio(r: _Step, inp: ReplyAudioMeasured) -> None:
+    r.set(reply_audio=(*r.s.reply_audio, inp.report)[-MAX_REPORTS:])
+
+
 _HANDLERS: Final[dict[type, Any]] = {
     Connected: _on_connected,
     ConnectFailed: _on_connect_failed,
@@ -152,6 +158,7 @@ _HANDLERS: Final[dict[type, Any]] = {
     LocalError: _on_local_error,
     AddNotice: _on_notice,
     LatencyMark: _on_latency_mark,
+    ReplyAudioMeasured: _on_reply_audio,
 }
 """One handler per input type; each changes the step in place."""
 

@@ -3,7 +3,11 @@
 - :mod:`.capture`: :class:`ReplyAudio`, the agent's received frames bound to the reply
   they belong to by the one rule (:mod:`fishtalk.core.conversation.answers`), with the
   user's speech at the microphone; a session makes one when asked (``reply_audio=True``
-  on :class:`fishtalk.engine.session.Session` and :class:`fishtalk.AgentSession`).
+  on :class:`fishtalk.engine.session.Session` and :class:`fishtalk.AgentSession`);
+- :mod:`.measure`: a reply's measures (numpy; loudness by pyloudnorm), a
+  :class:`~fishtalk.core.conversation.reply_audio.ReplyAudioReport`;
+- :mod:`.reporter`: when a reply is over; the session then feeds its report to the
+  reducer (``State.reply_audio``, one ``reply_audio`` event per reply).
 
 Use::
 
@@ -15,5 +19,7 @@ Use::
 """
 
 from fishtalk.engine.replyaudio.capture import ReceivedFrame, ReplyAudio, ReplyClip
+from fishtalk.engine.replyaudio.measure import measure
+from fishtalk.engine.replyaudio.reporter import ReplyReporter
 
-__all__ = ["ReceivedFrame", "ReplyAudio", "ReplyClip"]
+__all__ = ["ReceivedFrame", "ReplyAudio", "ReplyClip", "ReplyReporter", "measure"]

@@ -29,6 +29,7 @@ replies' audio is dropped first (counted in :attr:`ReplyAudio.dropped_frames`).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -121,6 +122,8 @@ class ReplyAudio:
         self._max_bytes = int(max_seconds * 96_000)
         self.dropped_frames = 0
         """Frames dropped to stay within ``max_seconds``."""
+        self.interrupts: list[float] = []
+        """When the user interrupted (key press or command), session clock."""
         self.user_speech: list[tuple[float, float]] = []
         """The user's speech at the microphone: (start, end) on the session clock of each
         run of voiced frames (pauses under :data:`USER_HANGOVER` joined)."""
@@ -162,6 +165,10 @@ class ReplyAudio:
         if audible:
             self._last_audible = at
 
+    def interrupted(self, at: float) -> None:
+        """The user interrupted the agent at ``at``."""
+        self.interrupts.append(at)
+
     def mic_frame(self, at: float, data: memoryview | bytes) -> None:
         """A microphone frame was sent at ``at`` (only its level is kept)."""
         samples = np.frombuffer(data, dtype=np.int16)
@@ -176,13 +183,26 @@ class ReplyAudio:
 
     # --- read ---------------------------------------------------------------------------
 
-    def replies(self) -> list[ReplyClip]:
+    @property
+    def lines(self) -> Container[str]:
+        """The agent lines some audio went to."""
+        return self._lines.keys()
+
+    @property
+    def held_frames(self) -> list[ReceivedFrame]:
+        """Audio still waiting for its line (the last clip :meth:`replies` gives, if any)."""
+        return self._held
+
+    def replies(self, *, skip_lines: Container[str] = (), skip_orphans: int = 0) -> list[ReplyClip]:
         """Every reply heard so far, in the order its audio began (a reply's lines by the
-        newest state: lines that answer the same turn are one reply)."""
+        newest state: lines that answer the same turn are one reply); but the lines in
+        ``skip_lines`` and the first ``skip_orphans`` clips of audio with no line."""
         state = self._state
         clips: dict[tuple[str, int | None], ReplyClip] = {}
         order: list[tuple[float, ReplyClip]] = []
         for line_id, frames in self._lines.items():
+            if line_id in skip_lines:
+                continue
             seg = state.segment(line_id) if state is not None else None
             turn = seg.answers_turn if seg is not None else None
             key = ("turn", turn)
@@ -192,13 +212,16 @@ class ReplyAudio:
                 order.append((frames[0].at if frames else 0.0, clip))
             clip.segment_ids.append(line_id)
             clip.frames.extend(frames)
-        pending = [(self._held_turn, self._held)] if self._held else []
-        for turn, frames in (*self._orphans, *pending):
+        for turn, frames in self._orphans[skip_orphans:]:
             if frames:
                 clip = ReplyClip(turn, [], self._rate, self._channels, list(frames))
                 order.append((frames[0].at, clip))
+        if self._held:
+            clip = ReplyClip(self._held_turn, [], self._rate, self._channels, self._held)
+            order.append((self._held[0].at, clip))
         for clip in clips.values():
-            clip.frames.sort(key=lambda f: f.at)
+            if len(clip.segment_ids) > 1:
+                clip.frames.sort(key=lambda f: f.at)
         order.sort(key=lambda item: item[0])
         return [clip for _, clip in order]
 

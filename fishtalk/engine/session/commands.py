@@ -159,7 +159,11 @@ class Session(Room):
         any thread (a journal echo whose reader went away hangs up from its writer thread)."""
         if self._state.ended:
             return
-        self._call_soon(lambda: self._feed(conv.Hangup(at=self._clock())))
+        self._call_soon(self._hang_up)
+
+    def _hang_up(self) -> None:
+        self._report_reply_audio()
+        self._feed(conv.Hangup(at=self._clock()))
 
     def notice(self, text: str) -> None:
         """Show ``text`` as a notice in the conversation (e.g. what a launcher does before

@@ -25,7 +25,7 @@ from fishtalk.engine.session.plumbing import Core
 if TYPE_CHECKING:
     from livekit import rtc
 
-    from fishtalk.engine.replyaudio import ReplyAudio
+    from fishtalk.engine.replyaudio import ReplyAudio, ReplyReporter
 
 _log = logging.getLogger("fishtalk.engine.session")
 
@@ -57,10 +57,12 @@ class Media(Core):
         self._audio_factory: AudioFactory | None = None
         self._reply_audio: ReplyAudio | None = None
         """Each reply's received audio, when asked for (see :mod:`fishtalk.engine.replyaudio`)."""
+        self._reply_reporter: ReplyReporter | None = None
         if reply_audio:
-            from fishtalk.engine.replyaudio import ReplyAudio
+            from fishtalk.engine.replyaudio import ReplyAudio, ReplyReporter
 
             self._reply_audio = ReplyAudio()
+            self._reply_reporter = ReplyReporter(self._reply_audio)
             self._listeners.append(self._reply_audio.state)
         if isinstance(audio, AudioBackend):
             self._audio = audio
@@ -89,6 +91,8 @@ class Media(Core):
         """Stop local playback at once for an interrupt pressed at ``pressed``."""
         if self._audio is None or self._state.ended:
             return
+        if self._reply_audio is not None:
+            self._reply_audio.interrupted(pressed)
         taps = self._taps
         if taps is not None:
             taps.flush_playback_marked(self._on_flushed)
@@ -163,13 +167,7 @@ class Media(Core):
                     self._wire_last_audible = self._clock()
                 held = bool(self._hold_audio_until) and self._clock() < self._hold_audio_until
                 if self._reply_audio is not None:
-                    self._reply_audio.agent_frame(
-                        self._clock(),
-                        frame.data,
-                        frame.sample_rate,
-                        frame.num_channels,
-                        played=not held,
-                    )
+                    self._capture_reply_audio(frame, played=not held)
                 if held:
                     continue
                 taps = self._taps
@@ -216,6 +214,24 @@ class Media(Core):
                 self._reply_audio.mic_frame(self._clock(), frame.data)
             if self._observers:
                 self._observe_frame("mic", frame)
+
+    def _capture_reply_audio(self, frame: rtc.AudioFrame, *, played: bool) -> None:
+        """Keep an agent frame for its reply; report the replies that are over."""
+        capture, reporter = self._reply_audio, self._reply_reporter
+        if capture is None or reporter is None:
+            return
+        now = self._clock()
+        capture.agent_frame(now, frame.data, frame.sample_rate, frame.num_channels, played=played)
+        for report in reporter.tick(self._state, now):
+            self._feed(conv.ReplyAudioMeasured(report, now))
+
+    def _report_reply_audio(self) -> None:
+        """Before the session ends: report every reply not reported yet, as it stands."""
+        if self._reply_reporter is None or self._state.ended:
+            return
+        now = self._clock()
+        for report in self._reply_reporter.due(self._state, now, final=True):
+            self._feed(conv.ReplyAudioMeasured(report, now))
 
     def _observe_frame(self, channel: observe.AudioChannel, frame: rtc.AudioFrame) -> None:
         self._observe(
