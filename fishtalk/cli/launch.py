@@ -190,6 +190,7 @@ def build_session(
         tools=tools,
         spoken=not settings.session.text_only,
         timeouts=timeouts if timeouts is not None else DEFAULT_TIMEOUTS,
+        reply_audio="measure",  # how each reply sounds: line mode, the ended screen
     )
 
 

@@ -138,7 +138,7 @@ def problems(report: ReplyAudioReport, budgets: AudioBudgets) -> list[Problem]:
             else "a transcript with no audio"
         )
         add("no_mismatch", what, "true", 10.0)
-    elif budgets.no_silent_replies and b.segment_ids and not b.audible:
+    elif budgets.no_silent_replies and b.mismatch == "transcript_without_audio":
         add("no_silent_replies", "no audible audio", "true", 10.0)
     limit = budgets.max_leading_silence
     leading = b.leading_from_text if b.leading_from_text is not None else b.leading_from_turn

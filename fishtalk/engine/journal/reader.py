@@ -244,6 +244,8 @@ class JournalSummary:
     """Each ``turn_latency`` record's waterfall (``Waterfall.to_dict()``), in order."""
     latency_interrupts: list[dict[str, Any]] = field(default_factory=list)
     """Each ``interrupt_latency`` record's timing, in order."""
+    reply_audio: list[dict[str, Any]] = field(default_factory=list)
+    """Each ``reply_audio`` record's report (how a reply sounded), in order."""
 
     @property
     def started_at(self) -> str:
@@ -335,6 +337,10 @@ def _apply_change(
     tools: dict[str, ToolCall],
 ) -> None:
     kind = rec.get("kind")
+    if kind == "reply_audio":
+        if isinstance(rec.get("report"), dict):
+            out.reply_audio.append(dict(rec["report"]))
+        return
     if kind == "turn_latency" or kind == "interrupt_latency":
         value = rec.get("waterfall" if kind == "turn_latency" else "interrupt")
         if isinstance(value, dict):

@@ -29,7 +29,7 @@ replies' audio is dropped first (counted in :attr:`ReplyAudio.dropped_frames`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -102,7 +102,9 @@ class ReplyAudio:
     """Collects the agent's received audio per reply (see the module docs); fed on the
     session's loop, read with :meth:`replies` (or :meth:`reply` for one turn)."""
 
-    def __init__(self, *, max_seconds: float = MAX_SECONDS) -> None:
+    def __init__(self, *, max_seconds: float = MAX_SECONDS, keep_audio: bool = True) -> None:
+        self.keep_audio = keep_audio
+        """False: a reply's audio is let go once it is measured (:meth:`release`)."""
         self._state: conv.State | None = None
         self._lines: dict[str, list[ReceivedFrame]] = {}
         """Per agent line (segment id, in first-frame order), its frames."""
@@ -122,6 +124,7 @@ class ReplyAudio:
         self._max_bytes = int(max_seconds * 96_000)
         self.dropped_frames = 0
         """Frames dropped to stay within ``max_seconds``."""
+        self._waiters: list[Callable[[float], object]] = []
         self.interrupts: list[float] = []
         """When the user interrupted (key press or command), session clock."""
         self.user_speech: list[tuple[float, float]] = []
@@ -164,6 +167,13 @@ class ReplyAudio:
             self._count(self._held, len(buf))
         if audible:
             self._last_audible = at
+            waiters, self._waiters = self._waiters, []
+            for fn in waiters:
+                fn(at)
+
+    def when_audible(self, fn: Callable[[float], object]) -> None:
+        """Call ``fn(at)`` once, on the loop, when the next audible agent frame arrives."""
+        self._waiters.append(fn)
 
     def interrupted(self, at: float) -> None:
         """The user interrupted the agent at ``at``."""
@@ -231,6 +241,16 @@ class ReplyAudio:
             if clip.turn == turn and clip.segment_ids:
                 return clip
         return None
+
+    def release(self, clip: ReplyClip) -> None:
+        """Let go of ``clip``'s audio (a reply measured, with ``keep_audio`` False)."""
+        for line_id in clip.segment_ids:
+            frames = self._lines.get(line_id)
+            if frames is not None:
+                frames.clear()
+        for _, frames in self._orphans:
+            if frames and clip.frames and frames[0] is clip.frames[0]:
+                frames.clear()
 
     # --- bookkeeping --------------------------------------------------------------------
 

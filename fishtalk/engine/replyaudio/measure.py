@@ -38,6 +38,21 @@ LOUDNESS_BLOCK: Final = 0.4
 """pyloudnorm's gating block: shorter audio has no integrated loudness."""
 
 
+def warm_up() -> None:
+    """Import pyloudnorm (and scipy) on a daemon thread, so the first reply's measure does
+    not hold the session's loop for the import (a second on a busy machine)."""
+    import importlib.util
+    import threading
+
+    if importlib.util.find_spec("pyloudnorm") is None:
+        return
+
+    def load() -> None:
+        import pyloudnorm  # noqa: F401
+
+    threading.Thread(target=load, name="fishtalk-loudness-import", daemon=True).start()
+
+
 def loudness(samples: np.ndarray, rate: int) -> tuple[float | None, str | None]:
     """Integrated loudness (LUFS) of int16 mono ``samples``, or None and why."""
     if samples.size < LOUDNESS_BLOCK * rate:
@@ -70,13 +85,14 @@ def measure(
     number: int,
     *,
     has_text: bool,
+    cut: bool = False,
     first_text_at: float | None,
     turn_ended_at: float | None,
     user_speech: Sequence[tuple[float, float]] = (),
     interrupts: Sequence[float] = (),
 ) -> ReplyAudioReport:
     """The report of ``clip``, reply ``number`` of the session; ``has_text``: its lines
-    hold transcript text."""
+    hold transcript text; ``cut``: one was interrupted (its audio may never have come)."""
     rate, width = clip.sample_rate, 2 * clip.channels
     lengths = np.array([len(f.data) // width for f in clip.frames], dtype=np.int64)
     audible = np.array([f.audible for f in clip.frames], dtype=bool)
@@ -85,7 +101,7 @@ def measure(
     loud = np.flatnonzero(audible)
     mismatch: Mismatch | None = None
     if not loud.size:
-        if has_text:
+        if has_text and not cut:
             mismatch = "transcript_without_audio"
         return ReplyAudioReport(
             number,
@@ -148,4 +164,4 @@ def _merged(runs: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
-__all__ = ["CLIP_LEVEL", "LOUDNESS_BLOCK", "loudness", "measure", "overlap"]
+__all__ = ["CLIP_LEVEL", "LOUDNESS_BLOCK", "loudness", "measure", "overlap", "warm_up"]

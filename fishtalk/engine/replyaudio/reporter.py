@@ -20,7 +20,7 @@ from fishtalk.core import conversation as conv
 from fishtalk.core.conversation.reply_audio import ReplyAudioReport
 from fishtalk.engine.replies import BACK
 from fishtalk.engine.replyaudio.capture import TAIL, ReplyAudio, ReplyClip
-from fishtalk.engine.replyaudio.measure import measure
+from fishtalk.engine.replyaudio.measure import measure, warm_up
 
 CHECK_EVERY: Final = 25
 """Agent frames between two looks for replies that are over (a quarter second)."""
@@ -32,6 +32,7 @@ class ReplyReporter:
     def __init__(self, capture: ReplyAudio) -> None:
         self.capture = capture
         self.reports: list[ReplyAudioReport] = []
+        warm_up()
         self._done_lines: set[str] = set()
         self._done_orphans = 0
         self._frames = 0
@@ -80,12 +81,15 @@ class ReplyReporter:
             clip,
             len(self.reports) + 1,
             has_text=any(s.text.strip() for s in lines),
+            cut=any(s.interrupted for s in lines),
             first_text_at=_first_text(state, clip.turn, lines),
             turn_ended_at=_turn_ended(state, clip.turn),
             user_speech=self.capture.user_speech,
             interrupts=self.capture.interrupts,
         )
         self.reports.append(report)
+        if not self.capture.keep_audio:
+            self.capture.release(clip)
         return report
 
     def _silent_lines(self, state: conv.State, now: float, final: bool) -> list[ReplyAudioReport]:

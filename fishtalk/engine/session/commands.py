@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from fishtalk.core import conversation as conv
@@ -57,7 +57,8 @@ class Session(Room):
     with an "unknown tool" error result, as the web SDK does). ``spoken``: whether typed
     turns get spoken replies (False: text-only). ``timeouts``: see :class:`Timeouts`.
     ``clock``: monotonic seconds. ``reply_audio``: keep each reply's received audio
-    (:attr:`reply_audio`, see :mod:`fishtalk.engine.replyaudio`).
+    (:attr:`reply_audio`, see :mod:`fishtalk.engine.replyaudio`) and measure it
+    (``reply_audio`` events); ``"measure"``: measure only (audio let go once measured).
 
     Commands are sync, return at once and never raise, also before ``run()`` or after the
     end. ``run()`` may be awaited once.
@@ -72,7 +73,7 @@ class Session(Room):
         spoken: bool = True,
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         clock: Callable[[], float] = time.monotonic,
-        reply_audio: bool = False,
+        reply_audio: bool | Literal["measure"] = False,
     ) -> None:
         self._grant_source: GrantSource = (
             grant if isinstance(grant, GrantSource) else ReadyGrant(grant)

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from fishtalk.core import conversation as conv
 from fishtalk.core.protocol import TOPIC_CLIENT_EVENT
@@ -53,7 +53,9 @@ AudioFactory: TypeAlias = Callable[[NoticeFn], AudioBackend]
 class Media(Core):
     """Agent playback, the microphone and the audio-side latency marks of a session."""
 
-    def _init_media(self, audio: AudioBackend | AudioFactory | None, reply_audio: bool) -> None:
+    def _init_media(
+        self, audio: AudioBackend | AudioFactory | None, reply_audio: bool | Literal["measure"]
+    ) -> None:
         self._audio_factory: AudioFactory | None = None
         self._reply_audio: ReplyAudio | None = None
         """Each reply's received audio, when asked for (see :mod:`fishtalk.engine.replyaudio`)."""
@@ -61,7 +63,7 @@ class Media(Core):
         if reply_audio:
             from fishtalk.engine.replyaudio import ReplyAudio, ReplyReporter
 
-            self._reply_audio = ReplyAudio()
+            self._reply_audio = ReplyAudio(keep_audio=reply_audio is True)
             self._reply_reporter = ReplyReporter(self._reply_audio)
             self._listeners.append(self._reply_audio.state)
         if isinstance(audio, AudioBackend):

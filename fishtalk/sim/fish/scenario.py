@@ -43,6 +43,8 @@ A scenario is a TOML file (stdlib ``tomllib``; no code runs from it). Top level:
                                       # (-30: a quiet voice; +20: clipping) (-60-40)
     gap_seconds = 0.0                 # silence in the middle of every spoken line (0-30)
     ignore_interrupt_seconds = 0.0    # the voice goes on this long after an interrupt
+    talk_over_seconds = 0.0           # the agent talks over the user this long after
+                                      # they start speaking (0: never)
 
     [[steps]]                         # run in order; each has a `do` key
     do = "say"
@@ -141,6 +143,8 @@ class AgentSettings(_Model):
     """Silence fed in the middle of every spoken line (after its middle word): a stall."""
     ignore_interrupt_seconds: float = Field(default=0.0, ge=0, le=30)
     """After an interrupt, the voice goes on this long before it stops."""
+    talk_over_seconds: float = Field(default=0.0, ge=0, le=30)
+    """This long after the user starts speaking, the agent talks over them (0: never)."""
 
 
 class Say(_Model):

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 from fishtalk.core import conversation as conv
 from fishtalk.core.errors import ConfigError, FishtalkError, RunLimitError, TestFileError
+from fishtalk.workbench.agenttest.audiochecks import began_in, check_audio
 from fishtalk.workbench.agenttest.checks import check
 from fishtalk.workbench.agenttest.recording import (
     Recorder,
@@ -121,9 +122,10 @@ async def run_test(
     declared = set(test.tools)
     mic: WavMicrophone | None = None
     clips: dict[str, bytes] = {}
-    if any(t.speak is not None for t in test.turns) or test.heard_budget:
-        # Spoken turns need the WAV microphone; heard budgets need an audio path for the
-        # agent's replies (the same backend: silence in, replies out to nowhere).
+    if any(t.speak is not None for t in test.turns) or test.heard_budget or test.audio_checks:
+        # Spoken turns need the WAV microphone; heard budgets and audio checks need an
+        # audio path for the agent's replies (the same backend: silence in, replies out
+        # to nowhere).
         from fishtalk.workbench.agenttest.wavmic import WavError, WavMicrophone, load_wav
 
         mic = WavMicrophone()
@@ -154,6 +156,7 @@ async def run_test(
             client_tools=_fixtures(test),
             timeouts=target.timeouts,
             journal=target.journal,
+            reply_audio=test.audio_checks,
         )
     except FishtalkError as exc:
         return _errored(result, exc, started)
@@ -236,7 +239,17 @@ async def run_test(
                 f"add [tools.{name}] with a result or an error",
             )
         )
+    reports = state.reply_audio
     for index, (turn, where, window) in enumerate(windows):
+        end = windows[index + 1][2].start_time if index + 1 < len(windows) else None
+        failures.extend(
+            check_audio(
+                turn.expect,
+                where,
+                began_in(reports, window.start_time, end),
+                interrupted=turn.interrupt is not None,
+            )
+        )
         events = recorder.window(window)
         since = window.sent_at or window.start_time
         replying = turn.action in ("say", "speak", "listen")
@@ -277,6 +290,7 @@ async def run_test(
             pooled=pooled,
         )
     )
+    failures.extend(check_audio(test.expect, "session", reports))
     result.failures = failures
     result.status = "failed" if failures else "passed"
     result.duration = time.monotonic() - started
