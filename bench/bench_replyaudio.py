@@ -107,10 +107,7 @@ def main() -> None:
     print()
     print("| call | replies measured | CPU median s | CPU best s | share of one core |")
     print("|---|---:|---:|---:|---:|")
-    print(
-        f"| {CALL_SECONDS} s, {loudness} | {replies} | {median:.3f} | {best:.3f} | "
-        f"{share:.2%} |"
-    )
+    print(f"| {CALL_SECONDS} s, {loudness} | {replies} | {median:.3f} | {best:.3f} | {share:.2%} |")
 
 
 if __name__ == "__main__":

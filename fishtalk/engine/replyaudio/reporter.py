@@ -4,9 +4,9 @@ The session's media asks :meth:`ReplyReporter.due` every :data:`CHECK_EVERY` age
 (frames arrive every 10 ms, silent ones too) and feeds each report it returns to the
 reducer, which keeps it in ``State.reply_audio`` and yields one ``reply_audio`` event per
 reply. A reply is over when none of its lines is open, the agent is not speaking it, and
-no audible frame of it came for :data:`~fishtalk.engine.replyaudio.capture.TAIL` (the
-jitter buffer's tail); or when a later reply began; at hangup every reply still unreported
-is measured as it stands. Each reply is reported once.
+no audible frame of it came for :data:`QUIET` (the jitter buffer's tail, and the audio
+lagging the state on a busy machine); or when a later reply began; at hangup every reply
+still unreported is measured as it stands. Each reply is reported once.
 
 A spoken session's agent line with text but no audio frame at all is reported too (a
 transcript with no audio) once it is final and :data:`~.capture.TAIL` has passed.
@@ -22,6 +22,9 @@ from fishtalk.engine.replies import BACK
 from fishtalk.engine.replyaudio.capture import TAIL, ReplyAudio, ReplyClip
 from fishtalk.engine.replyaudio.measure import measure, warm_up
 
+QUIET: Final = 1.0
+"""A reply is over once no audible frame of it came for this long (and its lines are
+done): longer than the capture's tail, as the audio may lag the agent's state."""
 CHECK_EVERY: Final = 25
 """Agent frames between two looks for replies that are over (a quarter second)."""
 
@@ -29,10 +32,11 @@ CHECK_EVERY: Final = 25
 class ReplyReporter:
     """Measures each reply of ``capture`` once, when it is over."""
 
-    def __init__(self, capture: ReplyAudio) -> None:
+    def __init__(self, capture: ReplyAudio, *, warm: bool = True) -> None:
         self.capture = capture
         self.reports: list[ReplyAudioReport] = []
-        warm_up()
+        if warm:
+            warm_up()
         self._done_lines: set[str] = set()
         self._done_orphans = 0
         self._frames = 0
@@ -61,7 +65,7 @@ class ReplyReporter:
 
     def _over(self, clip: ReplyClip, state: conv.State, now: float) -> bool:
         last = max((f.at for f in clip.frames if f.audible), default=None)
-        if last is not None and now - last < TAIL:
+        if last is not None and now - last < QUIET:
             return False
         if clip.segment_ids and not state.ended and state.agent_state not in BACK:
             return False  # still speaking, or thinking about (a tool for) more of it
@@ -113,6 +117,12 @@ class ReplyReporter:
         return out
 
 
+def measure_all(capture: ReplyAudio, state: conv.State) -> tuple[ReplyAudioReport, ...]:
+    """Every reply of ``capture`` measured now, as it stands (after the call: all its
+    audio), numbered in order; what ``fishtalk test`` checks."""
+    return tuple(ReplyReporter(capture, warm=False).due(state, 0.0, final=True))
+
+
 def _waterfalls(state: conv.State) -> list[conv.Waterfall]:
     latency = state.latency
     return [*latency.turns, latency.open] if latency.open is not None else [*latency.turns]
@@ -134,4 +144,4 @@ def _turn_ended(state: conv.State, turn: int | None) -> float | None:
     return None
 
 
-__all__ = ["CHECK_EVERY", "ReplyReporter"]
+__all__ = ["CHECK_EVERY", "QUIET", "ReplyReporter", "measure_all"]

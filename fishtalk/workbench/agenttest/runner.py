@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 from fishtalk.core import conversation as conv
 from fishtalk.core.errors import ConfigError, FishtalkError, RunLimitError, TestFileError
+from fishtalk.engine.replyaudio.reporter import measure_all
 from fishtalk.workbench.agenttest.audiochecks import began_in, check_audio
 from fishtalk.workbench.agenttest.checks import check
 from fishtalk.workbench.agenttest.recording import (
@@ -239,7 +240,10 @@ async def run_test(
                 f"add [tools.{name}] with a result or an error",
             )
         )
-    reports = state.reply_audio
+    # Measured again from all the audio received: a loaded machine delays the audio more
+    # than the state, and the events' look at a reply may come before its end arrived.
+    capture = session.reply_audio
+    reports = measure_all(capture, state) if capture is not None else state.reply_audio
     for index, (turn, where, window) in enumerate(windows):
         end = windows[index + 1][2].start_time if index + 1 < len(windows) else None
         failures.extend(

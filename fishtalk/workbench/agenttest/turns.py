@@ -138,13 +138,17 @@ async def _interrupt(session: AgentSession, turn: Turn, timeout: float) -> None:
 
 
 async def _interrupt_event(session: AgentSession, after: str) -> None:
-    """Until the reply's first text, its first audible frame, or the agent speaking."""
+    """Until the reply's first text, its first audible frame (after its first text), or the
+    agent speaking."""
     if after == "speaking":
         if session.state.agent_state != "speaking":
             await session.wait_for(
                 lambda e: isinstance(e, conv.AgentStateChanged) and e.agent_state == "speaking"
             )
     elif after == "first_audio":
+        # The reply's first text first: audio arriving before it may be the tail of the
+        # reply before (its audio lags its text on a busy machine).
+        await _interrupt_event(session, "first_text")
         capture = session.reply_audio
         assert capture is not None  # the runner asks for it with an interrupt
         heard: asyncio.Future[float] = asyncio.get_running_loop().create_future()
