@@ -39,18 +39,14 @@ LOUDNESS_BLOCK: Final = 0.4
 
 
 def warm_up() -> None:
-    """Import pyloudnorm (and scipy) on a daemon thread, so the first reply's measure does
-    not hold the session's loop for the import (a second on a busy machine)."""
-    import importlib.util
-    import threading
+    """Import pyloudnorm (and scipy), if installed, now: before the call connects. Its
+    import holds the interpreter for a second on a busy machine; during a room connect
+    (or on a thread beside it) that starves the SDK's callbacks, which it does not
+    survive."""
+    import contextlib
 
-    if importlib.util.find_spec("pyloudnorm") is None:
-        return
-
-    def load() -> None:
+    with contextlib.suppress(ImportError):
         import pyloudnorm  # noqa: F401
-
-    threading.Thread(target=load, name="fishtalk-loudness-import", daemon=True).start()
 
 
 def loudness(samples: np.ndarray, rate: int) -> tuple[float | None, str | None]:

@@ -20,7 +20,7 @@ from fishtalk.core import conversation as conv
 from fishtalk.core.conversation.reply_audio import ReplyAudioReport
 from fishtalk.engine.replies import BACK
 from fishtalk.engine.replyaudio.capture import TAIL, ReplyAudio, ReplyClip
-from fishtalk.engine.replyaudio.measure import measure, warm_up
+from fishtalk.engine.replyaudio.measure import measure
 
 QUIET: Final = 1.0
 """A reply is over once no audible frame of it came for this long (and its lines are
@@ -32,11 +32,9 @@ CHECK_EVERY: Final = 25
 class ReplyReporter:
     """Measures each reply of ``capture`` once, when it is over."""
 
-    def __init__(self, capture: ReplyAudio, *, warm: bool = True) -> None:
+    def __init__(self, capture: ReplyAudio) -> None:
         self.capture = capture
         self.reports: list[ReplyAudioReport] = []
-        if warm:
-            warm_up()
         self._done_lines: set[str] = set()
         self._done_orphans = 0
         self._frames = 0
@@ -120,7 +118,7 @@ class ReplyReporter:
 def measure_all(capture: ReplyAudio, state: conv.State) -> tuple[ReplyAudioReport, ...]:
     """Every reply of ``capture`` measured now, as it stands (after the call: all its
     audio), numbered in order; what ``fishtalk test`` checks."""
-    return tuple(ReplyReporter(capture, warm=False).due(state, 0.0, final=True))
+    return tuple(ReplyReporter(capture).due(state, 0.0, final=True))
 
 
 def _waterfalls(state: conv.State) -> list[conv.Waterfall]:

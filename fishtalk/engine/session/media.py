@@ -64,6 +64,12 @@ class Media(Core):
             from fishtalk.engine.replyaudio import ReplyAudio, ReplyReporter
 
             self._reply_audio = ReplyAudio(keep_audio=reply_audio is True)
+            if reply_audio is True:
+                # Loaded before the connect (see warm_up); "measure" loads it at the
+                # first reply, long after the connect, and keeps the CLI's start quick.
+                from fishtalk.engine.replyaudio.measure import warm_up
+
+                warm_up()
             self._reply_reporter = ReplyReporter(self._reply_audio)
             self._listeners.append(self._reply_audio.state)
         if isinstance(audio, AudioBackend):
