@@ -22,6 +22,7 @@ import numpy as np
 from fishtalk.core import conversation as conv
 from fishtalk.core import protocol as p
 from fishtalk.engine.replyaudio import ReplyAudio, ReplyReporter
+from fishtalk.engine.replyaudio.measure import warm_up
 
 CALL_SECONDS = 120
 FRAME = 480
@@ -83,6 +84,7 @@ def one_call() -> tuple[float, int]:
 
 
 def main() -> None:
+    warm_up()
     cpu = []
     replies = 0
     for _ in range(RUNS):

@@ -11,7 +11,9 @@ import pytest
 from fishtalk.core import conversation as conv
 from fishtalk.core.conversation.reply_audio import DEFAULT_BUDGETS, problems, worst
 from fishtalk.engine.replyaudio import ReceivedFrame, ReplyClip, measure
-from fishtalk.engine.replyaudio.measure import overlap
+from fishtalk.engine.replyaudio.measure import overlap, warm_up
+
+warm_up()  # as a session keeping reply audio does before it connects
 
 RATE = 48_000
 FRAME = 480

@@ -24,6 +24,7 @@ use arrival times. Resolution: one frame (10 ms).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Final
 
@@ -50,12 +51,13 @@ def warm_up() -> None:
 
 
 def loudness(samples: np.ndarray, rate: int) -> tuple[float | None, str | None]:
-    """Integrated loudness (LUFS) of int16 mono ``samples``, or None and why."""
+    """Integrated loudness (LUFS) of int16 mono ``samples``, or None and why (pyloudnorm
+    not installed, or not loaded before the call: :func:`warm_up`)."""
     if samples.size < LOUDNESS_BLOCK * rate:
         return None, "shorter than 0.4 s"
-    try:
-        import pyloudnorm
-    except ImportError:
+    pyloudnorm = sys.modules.get("pyloudnorm")
+    if pyloudnorm is None:
+        # Never imported here, mid-call: see warm_up.
         return None, "not measured: pip install 'fishtalk[audio-checks]'"
     value = float(pyloudnorm.Meter(rate).integrated_loudness(samples.astype(np.float64) / 32768.0))
     if not np.isfinite(value):

@@ -65,8 +65,8 @@ class Media(Core):
 
             self._reply_audio = ReplyAudio(keep_audio=reply_audio is True)
             if reply_audio is True:
-                # Loaded before the connect (see warm_up); "measure" loads it at the
-                # first reply, long after the connect, and keeps the CLI's start quick.
+                # Loaded before the connect (see warm_up). "measure" (the CLI) keeps its
+                # start quick: loudness only where pyloudnorm is loaded already.
                 from fishtalk.engine.replyaudio.measure import warm_up
 
                 warm_up()
