@@ -122,6 +122,8 @@ class ReplyAudio:
         """(the list a frame went to, its bytes) in arrival order, for the memory bound."""
         self._kept_bytes = 0
         self._max_bytes = int(max_seconds * 96_000)
+        self.frames_seen = 0
+        """Agent frames received so far."""
         self.dropped_frames = 0
         """Frames dropped to stay within ``max_seconds``."""
         self._waiters: list[Callable[[float], object]] = []
@@ -146,6 +148,7 @@ class ReplyAudio:
         """An agent frame arrived at ``at`` (before the interrupt hold: ``played`` says
         whether playback got it)."""
         self._rate, self._channels = rate, channels
+        self.frames_seen += 1
         buf = bytes(data.cast("B")) if isinstance(data, memoryview) else data
         audible = is_audible(np.frombuffer(buf, dtype=np.int16))
         frame = ReceivedFrame(at, buf, audible, played)

@@ -90,7 +90,8 @@ def measure(
     interrupts: Sequence[float] = (),
 ) -> ReplyAudioReport:
     """The report of ``clip``, reply ``number`` of the session; ``has_text``: its lines
-    hold transcript text; ``cut``: one was interrupted (its audio may never have come)."""
+    hold transcript text; ``cut``: one was interrupted, or the reply was asked for as
+    text (its audio may rightly never have come)."""
     rate, width = clip.sample_rate, 2 * clip.channels
     lengths = np.array([len(f.data) // width for f in clip.frames], dtype=np.int64)
     audible = np.array([f.audible for f in clip.frames], dtype=bool)

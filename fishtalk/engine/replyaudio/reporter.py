@@ -83,7 +83,8 @@ class ReplyReporter:
             clip,
             len(self.reports) + 1,
             has_text=any(s.text.strip() for s in lines),
-            cut=any(s.interrupted for s in lines),
+            # Cut short, or asked for as text: its audio may rightly never have come.
+            cut=not state.spoken or any(s.interrupted for s in lines),
             first_text_at=_first_text(state, clip.turn, lines),
             turn_ended_at=_turn_ended(state, clip.turn),
             user_speech=self.capture.user_speech,
@@ -95,8 +96,9 @@ class ReplyReporter:
         return report
 
     def _silent_lines(self, state: conv.State, now: float, final: bool) -> list[ReplyAudioReport]:
-        """Spoken lines that got no audio frame at all."""
-        if not state.spoken:
+        """Spoken lines that got no audio frame at all (where audio was received at all:
+        without an audio path, no line has any)."""
+        if not state.spoken or not self.capture.frames_seen:
             return []
         out = []
         heard = self.capture.lines
