@@ -174,6 +174,11 @@ class ReplyAudio:
             for fn in waiters:
                 fn(at)
 
+    @property
+    def last_audible(self) -> float | None:
+        """When the last audible agent frame arrived (None: none yet)."""
+        return self._last_audible if self._last_audible > -1e9 else None
+
     def when_audible(self, fn: Callable[[float], object]) -> None:
         """Call ``fn(at)`` once, on the loop, when the next audible agent frame arrives."""
         self._waiters.append(fn)

@@ -201,6 +201,8 @@ async def run_test(
                 except TurnAborted as exc:
                     failures.append(Failure(where, "the turn completes", str(exc)))
                     break
+                if test.audio_checks:
+                    await _audio_drained(session)
                 if session.state.ended and turn.action != "hangup":
                     if index < len(test.turns):
                         failures.append(
@@ -299,6 +301,19 @@ async def run_test(
     result.status = "failed" if failures else "passed"
     result.duration = time.monotonic() - started
     return result
+
+
+async def _audio_drained(session: AgentSession) -> None:
+    """Until the agent's audio has been quiet for a second (at most 10 s): on a busy
+    machine a reply's audio arrives after its text, and it belongs to this turn."""
+    from fishtalk.engine.replyaudio.reporter import QUIET
+
+    capture = session.reply_audio
+    for _ in range(200):
+        last = capture.last_audible if capture is not None else None
+        if last is None or time.monotonic() - last >= QUIET:
+            return
+        await asyncio.sleep(0.05)
 
 
 def _waterfalls(
