@@ -35,11 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.errors import (
-    ConnectionFailedError,
-    FishtalkError,
-    SessionEndedError,
-)
+from fishtalk.core.errors import ConnectionFailedError, FishtalkError, SessionEndedError
 from fishtalk.engine.aio import in_daemon_thread
 from fishtalk.engine.fanout import KINDS, EventFanout, EventStream, kind_key
 from fishtalk.engine.hardening import make_non_dumpable
@@ -55,6 +51,7 @@ if TYPE_CHECKING:
     from fishtalk.engine.api import LiveKitGrant, SessionOverrides, SessionRequest
     from fishtalk.engine.audio.base import AudioBackend, AudioLevels
     from fishtalk.engine.journal.writer import JournalWriter
+    from fishtalk.engine.replyaudio import ReplyAudio
     from fishtalk.engine.session import EndResult, GrantSource, Session, Timeouts
 
 _log = logging.getLogger(__name__)
@@ -123,7 +120,8 @@ class AgentSession:
       participant). See the README's "Talking to any LiveKit agent".
     - ``journal``: ``True`` writes the session's journal (JSON Lines, mode 0600, the format
       ``fishtalk export``, ``replay`` and ``diff`` read) to fishtalk's journal folder, a
-      path writes it there; :attr:`journal_path` says where. Off by default for a library.
+      path writes it there; :attr:`journal_path` says where. Off by default for a library;
+    - ``reply_audio``: keep each reply's received audio (:attr:`reply_audio`).
 
     Invalid options raise ``ValueError`` or :class:`fishtalk.core.errors.ClientConfigError` (no
     API key, public without an origin) at once. Entering the ``async with`` block connects
@@ -171,6 +169,7 @@ class AgentSession:
         livekit_api_secret: str | None = None,
         room: str | None = None,
         protocol: AgentProtocol | None = None,
+        reply_audio: bool = False,
     ) -> None:
         from fishtalk.engine import parts
         from fishtalk.engine.api import SessionOverrides, SessionRequest
@@ -221,7 +220,7 @@ class AgentSession:
                 key_hint=f"pass api_key= or set {ENV_API_KEY}",
             )
         self._text_only = text_only
-        self._audio_option = audio
+        self._audio_option, self._keep_reply_audio = audio, reply_audio
         self._runner = self._build_runner(client_tools, config_tools, tool_timeout, approve)
         self._timeouts = timeouts
         self._session: Session | None = None
@@ -287,6 +286,7 @@ class AgentSession:
             spoken=not self._text_only,
             timeouts=self._timeouts or DEFAULT_TIMEOUTS,
             protocol=self._protocol,
+            reply_audio=self._keep_reply_audio,
         )
         self._session = session
         self._previous = session.state
@@ -311,6 +311,11 @@ class AgentSession:
     def journal_path(self) -> Path | None:
         """Where this session's journal is written (``journal=`` asked for one), else None."""
         return self._journal.path if self._journal is not None else None
+
+    @property
+    def reply_audio(self) -> ReplyAudio | None:
+        """Each reply's received audio (started with ``reply_audio=True``), else None."""
+        return self._session.reply_audio if self._session is not None else None
 
     def _open_journal(self, session: Session) -> JournalWriter | None:
         from fishtalk.engine import parts, paths
@@ -361,8 +366,7 @@ class AgentSession:
         if not run.done():
             self._session.hangup()
         # The run task tears the room down; shielded so a cancelled caller cannot cut the
-        # teardown short (it is awaited again by close()). A room connect still in flight
-        # is never cancelled: wait_closed() lets it settle and disconnects.
+        # teardown short (close() awaits it again; wait_closed() settles a connect).
         result = await asyncio.shield(run)
         await self._session.wait_closed()
         await let_sdk_settle()
@@ -415,8 +419,7 @@ class AgentSession:
 
         Messages wait until the agent is ready (as in the web SDK). ``audio``: whether the
         agent should speak its reply (None: not when ``text_only``). Raises ValueError for
-        blank text and :class:`SessionEndedError` if the session ends before it is sent.
-        """
+        blank text and :class:`SessionEndedError` if the session ends before it is sent."""
         session = self._live()
         if not text.strip():
             raise ValueError("blank text is not sent")
@@ -459,11 +462,9 @@ class AgentSession:
     # --- events ------------------------------------------------------------------------
 
     def events(self) -> EventStream:
-        """An async iterator over the events from now on, ending after ``ended``.
-
-        Each call makes an independent subscription (unbounded: keep reading it). Call it
-        before entering ``async with`` to see the connection events too.
-        """
+        """An async iterator over the events from now on, ending after ``ended``. Each call
+        makes an independent subscription (unbounded: keep reading it); call it before
+        entering ``async with`` to see the connection events too."""
         return self._fanout.stream(done=self._closed or self.state.ended)
 
     @overload
@@ -491,8 +492,7 @@ class AgentSession:
 
         Raises TimeoutError after ``timeout`` seconds, and :class:`SessionEndedError` when
         the session ends first (unless the predicate accepts the ``ended`` event; with
-        ``raise_on_end=False`` the ``ended`` event is returned instead).
-        """
+        ``raise_on_end=False`` the ``ended`` event is returned instead)."""
         state = self.state
         if state.ended:
             if raise_on_end:

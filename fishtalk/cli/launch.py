@@ -215,6 +215,7 @@ def build_session(
         spoken=not settings.session.text_only,
         timeouts=timeouts if timeouts is not None else DEFAULT_TIMEOUTS,
         protocol=settings.livekit.protocol,
+        reply_audio="measure",  # how each reply sounds: line mode, the ended screen
     )
 
 

@@ -37,6 +37,9 @@ type                      class                               web SDK
                                                               measured: ``waterfall``)
 ``interrupt_latency``     :class:`InterruptLatency`           (an interrupt's timing:
                                                               ``interrupt``)
+``reply_audio``           :class:`ReplyAudio`                 (how a reply sounded, once its
+                                                              audio was over: ``report``;
+                                                              with ``reply_audio=True``)
 ``ended``                 :class:`Ended`                      disconnect{reason}; always last
 ========================  ==================================  ================================
 
@@ -50,7 +53,9 @@ A turn's latency (``event.waterfall``) is a :class:`~fishtalk.core.conversation.
 ``heard`` (seconds, or ``None`` with ``incomplete`` saying why), ``first_text``,
 ``client_share``, ``rtt`` and every mark on the session clock; an interrupt's
 (``event.interrupt``) is an :class:`~fishtalk.core.conversation.InterruptTiming`.
-:func:`~fishtalk.core.conversation.note` words either in one line.
+:func:`~fishtalk.core.conversation.note` words either in one line. A reply's audio
+(``event.report``) is a :class:`~fishtalk.core.conversation.reply_audio.ReplyAudioReport`;
+:func:`~fishtalk.core.conversation.reply_audio.problems` words what is wrong with it.
 """
 
 from __future__ import annotations
@@ -74,6 +79,8 @@ from fishtalk.core.conversation import (
     MutedChanged,
     Notice,
     NoticeAdded,
+    ReplyAudio,
+    ReplyAudioReport,
     Segment,
     SegmentFinalised,
     SegmentGrew,
@@ -116,6 +123,8 @@ __all__ = [
     "MutedChanged",
     "Notice",
     "NoticeAdded",
+    "ReplyAudio",
+    "ReplyAudioReport",
     "Segment",
     "SegmentFinalised",
     "SegmentGrew",

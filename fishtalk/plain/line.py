@@ -29,6 +29,7 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from fishtalk.core import conversation as conv
+from fishtalk.core.conversation.reply_audio import worst
 from fishtalk.core.errors import ended_well
 from fishtalk.core.talk import TalkMode
 from fishtalk.engine.system import catch_sigint
@@ -110,6 +111,9 @@ def run_plain(
     summary = conv.summarize(session.state.latency.turns)
     if latency or summary.measured:
         stdout.write(f"* {conv.summary_text(summary)}\n")
+    problem = worst(session.state.reply_audio)
+    if problem is not None:
+        stdout.write(f"* audio: {stripped(problem.text)}\n")
     if ended_well(result.reason, result.error):
         stdout.write(f"* {stripped(result.message)}\n")
         stdout.flush()

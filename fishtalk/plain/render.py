@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Final, TextIO
 
 from fishtalk.core import conversation as conv
+from fishtalk.core.conversation.reply_audio import DEFAULT_BUDGETS, problems
 from fishtalk.core.text import strip
 from fishtalk.engine.metrics import settled
 
@@ -211,6 +212,10 @@ class PlainRenderer:
                 return  # why the session ended: the closing line says it, once
             detail = f" ({stripped(error.detail)})" if error.detail else ""
             self.line(f"! {stripped(error.message)}{detail}")
+        elif isinstance(event, conv.ReplyAudio) and self._latency:
+            found = problems(event.report, DEFAULT_BUDGETS)
+            what = "; ".join(p.text.split(": ", 1)[1] for p in found) or "sounded fine"
+            self.line(f"* audio (reply {event.report.reply}): {what}")
         elif isinstance(event, conv.TurnLatency | conv.InterruptLatency) and self._latency:
             if isinstance(event, conv.TurnLatency):
                 self._turn_latency(event.waterfall, state)

@@ -21,14 +21,29 @@ EXAMPLES: Final = ROOT / "examples" / "agent-tests"
 SUPPORT_SCENARIO: Final = EXAMPLES / "support-sim.toml"
 
 
+VOICE_DEFECTS: Final[dict[str, dict[str, object]]] = {
+    "voice": {},
+    "late-voice": {"first_audio_delay_seconds": 0.8},
+    "stalling-voice": {"gap_seconds": 0.8},
+    "loud-voice": {"voice_gain_db": 20.0},
+    "quiet-voice": {"voice_gain_db": -30.0},
+    "stubborn-voice": {"ignore_interrupt_seconds": 1.5},
+    "rude-voice": {"talk_over_seconds": 0.2},
+    "mute-voice": {"voice_gain_db": -60.0},
+}
+"""Agent ids playing ``voice.toml`` with one audio defect injected (issue 29)."""
+
+
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimInfo]:
     """The sim: agent ids ``chat`` and ``silent`` play ``scenarios/``, ``support`` the
-    support example's scenario."""
+    support example's scenario, and those of :data:`VOICE_DEFECTS` ``voice.toml``."""
+    voice = load_scenario(SCENARIOS / "voice.toml")
     scenarios = {
         "chat": load_scenario(SCENARIOS / "chat.toml"),
         "silent": load_scenario(SCENARIOS / "silent.toml"),
         "support": load_scenario(SUPPORT_SCENARIO),
+        **{name: voice.with_agent(setting) for name, setting in VOICE_DEFECTS.items()},
     }
     thread = SimThread(scenarios["chat"], scenarios=scenarios)
     info = thread.start()

@@ -59,9 +59,10 @@ def test_fails_for_its_reason(results: Mapping[str, TestResult], path: Path) -> 
 
 
 def test_every_kind_of_expectation_has_a_failing_file() -> None:
-    """Each key of ``expect`` is used by some file in files/fail (so each can fail)."""
+    """Each key of ``expect`` is used by some file in files/fail or files/audio/fail (so
+    each can fail)."""
     used: set[str] = set()
-    for path in FAIL:
+    for path in [*FAIL, *sorted((FILES / "audio" / "fail").glob("*.toml"))]:
         data = tomllib.loads(path.read_text("utf-8"))
         tables = [data.get("expect", {})] + [t.get("expect", {}) for t in data["turns"]]
         for table in tables:

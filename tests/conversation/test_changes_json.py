@@ -41,6 +41,11 @@ def strategy(hint: Any) -> st.SearchStrategy[Any]:
         return st.sampled_from(typing.get_args(hint))
     if origin in (typing.Union, types.UnionType):
         return st.one_of([strategy(arg) for arg in typing.get_args(hint)])
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return st.lists(strategy(args[0]), max_size=3).map(tuple)
+        return st.tuples(*(strategy(arg) for arg in args))
     if origin is Mapping or origin is dict:
         return st.dictionaries(st.text(max_size=8), _JSON, max_size=3)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):

@@ -29,6 +29,7 @@ from fishtalk.core.conversation.changes import (
     ModeChanged,
     MutedChanged,
     NoticeAdded,
+    ReplyAudio,
     SegmentFinalised,
     SegmentGrew,
     SegmentInterrupted,
@@ -77,6 +78,7 @@ from fishtalk.core.conversation.inputs import (
     ParticipantLeft,
     Reconnected,
     Reconnecting,
+    ReplyAudioMeasured,
     SendText,
     SetMuted,
     SetSpoken,
@@ -122,6 +124,11 @@ from fishtalk.core.conversation.reasons import (
     describe_error,
 )
 from fishtalk.core.conversation.reduce import Result, reduce
+from fishtalk.core.conversation.reply_audio import (
+    AudioBudgets,
+    Problem,
+    ReplyAudioReport,
+)
 from fishtalk.core.conversation.state import (
     LOG_CHUNK,
     MAX_DEBUG_SAMPLES,
@@ -197,6 +204,7 @@ __all__ = [
     "AgentEventReceived",
     "AgentStateChanged",
     "AttributesChanged",
+    "AudioBudgets",
     "CancelTimer",
     "Change",
     "ClientCall",
@@ -238,9 +246,13 @@ __all__ = [
     "OrphanChunk",
     "ParticipantJoined",
     "ParticipantLeft",
+    "Problem",
     "QueuedMessage",
     "Reconnected",
     "Reconnecting",
+    "ReplyAudio",
+    "ReplyAudioMeasured",
+    "ReplyAudioReport",
     "Result",
     "Role",
     "RunClientTool",

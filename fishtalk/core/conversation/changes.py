@@ -21,6 +21,7 @@ from dataclasses import KW_ONLY, dataclass, fields, is_dataclass
 from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
 from fishtalk.core.conversation.latency import InterruptTiming, Waterfall
+from fishtalk.core.conversation.reply_audio import ReplyAudioReport
 from fishtalk.core.conversation.state import (
     LOG_CHUNK,
     ClientCall,
@@ -56,7 +57,16 @@ def _json(value: object) -> Any:
 
 _NESTED: Final[Mapping[str, type[Any]]] = {
     cls.__name__: cls
-    for cls in (Segment, ToolCard, ClientCall, ErrorEntry, Notice, Waterfall, InterruptTiming)
+    for cls in (
+        Segment,
+        ToolCard,
+        ClientCall,
+        ErrorEntry,
+        Notice,
+        Waterfall,
+        InterruptTiming,
+        ReplyAudioReport,
+    )
 }
 """The dataclasses an event's fields hold (by the name in their annotation)."""
 
@@ -349,6 +359,16 @@ class InterruptLatency(_Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ReplyAudio(_Event):
+    """How a reply sounded, measured once its audio was over (issue 29): ``report`` is a
+    :class:`~fishtalk.core.conversation.reply_audio.ReplyAudioReport`."""
+
+    report: ReplyAudioReport
+    _: KW_ONLY
+    type: Literal["reply_audio"] = "reply_audio"
+
+
+@dataclass(frozen=True, slots=True)
 class Ended(_Event):
     """The session ended (web SDK: disconnect{reason}). Always the last event."""
 
@@ -375,6 +395,7 @@ Change: TypeAlias = (
     | NoticeAdded
     | TurnLatency
     | InterruptLatency
+    | ReplyAudio
     | Ended
 )
 """Every event :func:`changes` yields."""
@@ -397,6 +418,7 @@ CHANGE_TYPES: Final = (
     NoticeAdded,
     TurnLatency,
     InterruptLatency,
+    ReplyAudio,
     Ended,
 )
 
@@ -467,6 +489,7 @@ def changes(previous: State, current: State, *, at: float | None = None) -> list
         out += [
             InterruptLatency(i, at=when) for i in _appended(before.interrupts, latency.interrupts)
         ]
+    out += [ReplyAudio(a, at=when) for a in _appended(previous.reply_audio, current.reply_audio)]
     out += [ErrorAdded(e, at=when) for e in _appended(previous.errors, current.errors)]
     if current.ended and not previous.ended:
         out.append(StatusChanged(current.status, previous.status, at=when))
@@ -546,6 +569,7 @@ __all__ = [
     "ModeChanged",
     "MutedChanged",
     "NoticeAdded",
+    "ReplyAudio",
     "SegmentFinalised",
     "SegmentGrew",
     "SegmentInterrupted",

@@ -9,6 +9,7 @@ from typing import TypeAlias
 
 from fishtalk.core.conversation.latency import LatencyMark
 from fishtalk.core.conversation.reasons import END_CONNECTION_FAILED
+from fishtalk.core.conversation.reply_audio import ReplyAudioReport
 from fishtalk.core.conversation.state import ClientToolStatus, NoticeKind
 from fishtalk.core.protocol import AgentEvent, ClientToolResult
 
@@ -228,6 +229,14 @@ class AddNotice:
     kind: NoticeKind = "info"
 
 
+@dataclass(frozen=True, slots=True)
+class ReplyAudioMeasured:
+    """A reply's received audio was measured (see :mod:`.reply_audio`)."""
+
+    report: ReplyAudioReport
+    at: float
+
+
 Input: TypeAlias = (
     Connected
     | ConnectFailed
@@ -253,5 +262,6 @@ Input: TypeAlias = (
     | LocalError
     | AddNotice
     | LatencyMark
+    | ReplyAudioMeasured
 )
 """Everything the reducer accepts."""

@@ -61,6 +61,7 @@ from fishtalk.core.conversation.latency import (
     LatencyMark,
 )
 from fishtalk.core.conversation.latency_rules import _on_latency_mark
+from fishtalk.core.conversation.reply_audio import MAX_REPORTS
 from fishtalk.core.conversation.state import (
     State,
 )
@@ -102,6 +103,10 @@ def reduce(state: State, inp: inputs.Input) -> Result:
     return r.s, r.fx
 
 
+def _on_reply_audio(r: _Step, inp: inputs.ReplyAudioMeasured) -> None:
+    r.set(reply_audio=(*r.s.reply_audio, inp.report)[-MAX_REPORTS:])
+
+
 _HANDLERS: Final[dict[type, Any]] = {
     inputs.Connected: _on_connected,
     inputs.ConnectFailed: _on_connect_failed,
@@ -127,6 +132,7 @@ _HANDLERS: Final[dict[type, Any]] = {
     inputs.LocalError: _on_local_error,
     inputs.AddNotice: _on_notice,
     LatencyMark: _on_latency_mark,
+    inputs.ReplyAudioMeasured: _on_reply_audio,
 }
 """One handler per input type; each changes the step in place."""
 

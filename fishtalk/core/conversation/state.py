@@ -10,6 +10,7 @@ from typing import Final, Generic, Literal, TypeAlias, TypeVar
 from pydantic import JsonValue
 
 from fishtalk.core.conversation.latency import Latency
+from fishtalk.core.conversation.reply_audio import ReplyAudioReport
 from fishtalk.core.protocol import UserMessage
 
 MAX_ERRORS: Final = 200
@@ -499,6 +500,8 @@ class State:
     ``display_status`` other than running, completed or ok)."""
     latency: Latency = field(default_factory=Latency)
     """Heard latency per turn (see :mod:`fishtalk.core.conversation.latency`)."""
+    reply_audio: tuple[ReplyAudioReport, ...] = ()
+    """How each reply sounded, oldest first (see :mod:`.reply_audio`; the newest few)."""
     _internal: Internal = field(default_factory=Internal, repr=False)
     """The reducer's bookkeeping (not for front ends)."""
 

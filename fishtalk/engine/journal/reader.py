@@ -305,6 +305,8 @@ class JournalSummary:
     marks on the journal's clock (:func:`on_journal_clock`)."""
     latency_interrupts: list[dict[str, Any]] = field(default_factory=list)
     """Each ``interrupt_latency`` record's timing, in order (marks as above)."""
+    reply_audio: list[dict[str, Any]] = field(default_factory=list)
+    """Each ``reply_audio`` record's report (how a reply sounded), in order."""
 
     @property
     def started_at(self) -> str:
@@ -414,6 +416,10 @@ def _apply_change(
     tools: dict[str, ToolCall],
 ) -> None:
     kind = rec.get("kind")
+    if kind == "reply_audio":
+        if isinstance(rec.get("report"), dict):
+            out.reply_audio.append(dict(rec["report"]))
+        return
     if kind == "turn_latency" or kind == "interrupt_latency":
         value = rec.get("waterfall" if kind == "turn_latency" else "interrupt")
         if isinstance(value, dict):

@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from fishtalk.core import conversation as conv
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from livekit import rtc
 
     from fishtalk.engine.api import LiveKitGrant
+    from fishtalk.engine.replyaudio import ReplyAudio
 
 _log = logging.getLogger("fishtalk.engine.session")
 
@@ -59,6 +60,9 @@ class Session(Room):
     ``clock``: monotonic seconds. ``protocol``: what the agent speaks (``fish`` or
     ``livekit-agents``: where typed turns go); None to tell from the agent participant
     (:func:`~fishtalk.core.protocol.livekit_agents.detect_protocol`).
+    ``reply_audio``: keep each reply's received audio (:attr:`reply_audio`, see
+    :mod:`fishtalk.engine.replyaudio`) and measure it (``reply_audio`` events);
+    ``"measure"``: measure only (audio let go once measured).
 
     Commands are sync, return at once and never raise, also before ``run()`` or after the
     end. ``run()`` may be awaited once.
@@ -74,12 +78,13 @@ class Session(Room):
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         clock: Callable[[], float] = time.monotonic,
         protocol: AgentProtocol | None = None,
+        reply_audio: bool | Literal["measure"] = False,
     ) -> None:
         self._grant_source: GrantSource = (
             grant if isinstance(grant, GrantSource) else ReadyGrant(grant)
         )
         self._init_core(tools, spoken, timeouts, clock)
-        self._init_media(audio)
+        self._init_media(audio, reply_audio)
         self._init_room(protocol)
         self._started = False
         self._api_error: errors.FishtalkError | None = None
@@ -97,6 +102,11 @@ class Session(Room):
     def audio(self) -> AudioBackend | None:
         """The audio backend in use (None until ``run()`` picked one)."""
         return self._audio
+
+    @property
+    def reply_audio(self) -> ReplyAudio | None:
+        """Each reply's received audio (None unless ``reply_audio=True``)."""
+        return self._reply_audio
 
     @property
     def room(self) -> rtc.Room | None:
@@ -165,7 +175,11 @@ class Session(Room):
         ``reason``: the end reason to record (``interrupted`` for Ctrl-C)."""
         if self._state.ended:
             return
-        self._call_soon(lambda: self._feed(conv.Hangup(at=self._clock(), reason=reason)))
+        self._call_soon(lambda: self._hang_up(reason))
+
+    def _hang_up(self, reason: str) -> None:
+        self._report_reply_audio()
+        self._feed(conv.Hangup(at=self._clock(), reason=reason))
 
     def notice(self, text: str) -> None:
         """Show ``text`` as a notice in the conversation (e.g. what a launcher does before

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from fishtalk.core import conversation as conv
 from fishtalk.core.protocol import TOPIC_CLIENT_EVENT
@@ -24,6 +24,8 @@ from fishtalk.engine.session.plumbing import Core
 
 if TYPE_CHECKING:
     from livekit import rtc
+
+    from fishtalk.engine.replyaudio import ReplyAudio, ReplyReporter
 
 _log = logging.getLogger("fishtalk.engine.session")
 
@@ -51,8 +53,25 @@ AudioFactory: TypeAlias = Callable[[NoticeFn], AudioBackend]
 class Media(Core):
     """Agent playback, the microphone and the audio-side latency marks of a session."""
 
-    def _init_media(self, audio: AudioBackend | AudioFactory | None) -> None:
+    def _init_media(
+        self, audio: AudioBackend | AudioFactory | None, reply_audio: bool | Literal["measure"]
+    ) -> None:
         self._audio_factory: AudioFactory | None = None
+        self._reply_audio: ReplyAudio | None = None
+        """Each reply's received audio, when asked for (see :mod:`fishtalk.engine.replyaudio`)."""
+        self._reply_reporter: ReplyReporter | None = None
+        if reply_audio:
+            from fishtalk.engine.replyaudio import ReplyAudio, ReplyReporter
+
+            self._reply_audio = ReplyAudio(keep_audio=reply_audio is True)
+            if reply_audio is True:
+                # Loaded before the connect (see warm_up). "measure" (the CLI) keeps its
+                # start quick: loudness only where pyloudnorm is loaded already.
+                from fishtalk.engine.replyaudio.measure import warm_up
+
+                warm_up()
+            self._reply_reporter = ReplyReporter(self._reply_audio)
+            self._listeners.append(self._reply_audio.state)
         if isinstance(audio, AudioBackend):
             self._audio = audio
         elif audio is not None:
@@ -80,6 +99,8 @@ class Media(Core):
         """Stop local playback at once for an interrupt pressed at ``pressed``."""
         if self._audio is None or self._state.ended:
             return
+        if self._reply_audio is not None:
+            self._reply_audio.interrupted(pressed)
         taps = self._taps
         if taps is not None:
             taps.flush_playback_marked(self._on_flushed)
@@ -152,7 +173,10 @@ class Media(Core):
                 # looked at only while a reply's first frame or the wire's end is awaited.
                 if self._wire_pressed_at is not None and is_audible(frame.data):
                     self._wire_last_audible = self._clock()
-                if self._hold_audio_until and self._clock() < self._hold_audio_until:
+                held = bool(self._hold_audio_until) and self._clock() < self._hold_audio_until
+                if self._reply_audio is not None:
+                    self._capture_reply_audio(frame, played=not held)
+                if held:
                     continue
                 taps = self._taps
                 if self._armed and taps is not None and self._first_of_reply(frame.data):
@@ -194,8 +218,28 @@ class Media(Core):
     async def _pump_microphone(self, source: rtc.AudioSource, audio: AudioBackend) -> None:
         async for frame in audio.mic_frames():
             await source.capture_frame(frame)
+            if self._reply_audio is not None:
+                self._reply_audio.mic_frame(self._clock(), frame.data)
             if self._observers:
                 self._observe_frame("mic", frame)
+
+    def _capture_reply_audio(self, frame: rtc.AudioFrame, *, played: bool) -> None:
+        """Keep an agent frame for its reply; report the replies that are over."""
+        capture, reporter = self._reply_audio, self._reply_reporter
+        if capture is None or reporter is None:
+            return
+        now = self._clock()
+        capture.agent_frame(now, frame.data, frame.sample_rate, frame.num_channels, played=played)
+        for report in reporter.tick(self._state, now):
+            self._feed(conv.ReplyAudioMeasured(report, now))
+
+    def _report_reply_audio(self) -> None:
+        """Before the session ends: report every reply not reported yet, as it stands."""
+        if self._reply_reporter is None or self._state.ended:
+            return
+        now = self._clock()
+        for report in self._reply_reporter.due(self._state, now, final=True):
+            self._feed(conv.ReplyAudioMeasured(report, now))
 
     def _observe_frame(self, channel: observe.AudioChannel, frame: rtc.AudioFrame) -> None:
         self._observe(

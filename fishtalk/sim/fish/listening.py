@@ -184,6 +184,8 @@ class Listening:
                     # coming back through a speaker: transcribe it, but don't answer it.
                     over_my_voice = self._speech.speaking_or_just_spoke()
                     self.touch()
+                    if not over_my_voice and self._core.settings.talk_over_seconds > 0:
+                        self._core.spawn(self._talk_over())
                 elif outcome == "continue":
                     span += pcm.size
                     self.touch()  # heard sound is activity: no "are you still there?"
@@ -212,6 +214,11 @@ class Listening:
                     )
         finally:
             await stream.aclose()
+
+    async def _talk_over(self) -> None:
+        """The ``talk_over_seconds`` defect: speak up while the user is still talking."""
+        await asyncio.sleep(self._core.settings.talk_over_seconds)
+        await self._speech.say(TALK_OVER_LINE)
 
     async def _interim(self, utterance: Pcm, rate: int) -> str:
         ears = self.ears
@@ -249,4 +256,15 @@ class Listening:
             self._inbox.put_nowait(HeardSpeech(heard, understood))
 
 
-__all__ = ["MAX_UTTERANCE", "HeardSpeech", "IdleClock", "Listening", "MonotonicClock", "Turn"]
+TALK_OVER_LINE: Final = "Sorry, yes, I know, I know."
+"""What the agent says over the user with ``talk_over_seconds``."""
+
+__all__ = [
+    "MAX_UTTERANCE",
+    "TALK_OVER_LINE",
+    "HeardSpeech",
+    "IdleClock",
+    "Listening",
+    "MonotonicClock",
+    "Turn",
+]

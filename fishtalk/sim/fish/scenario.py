@@ -38,6 +38,13 @@ A scenario is a TOML file (stdlib ``tomllib``; no code runs from it). Top level:
                                       # 1.0 real time; 2.0 a chunk every twice its length
                                       # (a voice that cannot keep up: the listener hears
                                       # gaps) (1-10)
+    # Audio defects (what the audio checks of `fishtalk test` are tested against):
+    voice_gain_db = 0.0               # every spoken line's gain, clipped to 16 bits
+                                      # (-30: a quiet voice; +20: clipping) (-60-40)
+    gap_seconds = 0.0                 # silence in the middle of every spoken line (0-30)
+    ignore_interrupt_seconds = 0.0    # the voice goes on this long after an interrupt
+    talk_over_seconds = 0.0           # the agent talks over the user this long after
+                                      # they start speaking (0: never)
 
     [[steps]]                         # run in order; each has a `do` key
     do = "say"
@@ -130,6 +137,15 @@ class AgentSettings(_Model):
     """Length of the audio chunks fed to the voice track."""
     audio_realtime_factor: float = Field(default=1.0, ge=1, le=10)
     """Wall seconds taken to feed one second of audio (1.0: real time)."""
+    # Audio defects (issue 29's checks are tested against them):
+    voice_gain_db: float = Field(default=0.0, ge=-60, le=40)
+    """Every spoken line's gain, hard-clipped to 16 bits (-30: quiet; +20: clipping)."""
+    gap_seconds: float = Field(default=0.0, ge=0, le=30)
+    """Silence fed in the middle of every spoken line (after its middle word): a stall."""
+    ignore_interrupt_seconds: float = Field(default=0.0, ge=0, le=30)
+    """After an interrupt, the voice goes on this long before it stops."""
+    talk_over_seconds: float = Field(default=0.0, ge=0, le=30)
+    """This long after the user starts speaking, the agent talks over them (0: never)."""
 
 
 class Say(_Model):

@@ -24,11 +24,12 @@ import secrets
 import time
 from typing import Final
 
+import numpy as np
 from livekit import rtc
 
 from fishtalk.core import protocol as p
 from fishtalk.sim.fish.core import AgentCore
-from fishtalk.sim.fish.voice import SAMPLE_RATE, Pcm, Voice, frames, split_words
+from fishtalk.sim.fish.voice import SAMPLE_RATE, Pcm, Voice, frames, silence, split_words
 
 ECHO_TAIL: Final = 0.5
 """Sound starting this soon after the agent stopped talking is taken for its echo."""
@@ -77,10 +78,18 @@ class Speech:
     # --- speaking -----------------------------------------------------------------------
 
     def interrupt(self) -> None:
-        """Stop the current utterance at once (its segment keeps the words spoken)."""
-        if self._speaking is not None and not self._speaking.done():
+        """Stop the current utterance at once (its segment keeps the words spoken); with
+        ``ignore_interrupt_seconds``, that much later."""
+        late = self._core.settings.ignore_interrupt_seconds
+        if late > 0 and self._speaking is not None:
+            asyncio.get_running_loop().call_later(late, self._stop, self._speaking)
+        else:
+            self._stop(self._speaking)
+
+    def _stop(self, speaking: asyncio.Task[None] | None) -> None:
+        if speaking is not None and not speaking.done():
             self._core.note("interrupted")
-            self._speaking.cancel()
+            speaking.cancel()
             if self._source is not None:
                 self._source.clear_queue()
 
@@ -158,9 +167,15 @@ class Speech:
                 await asyncio.sleep(settings.first_audio_delay_seconds)
                 start = loop.time()
             for index, word in enumerate(words):
-                pcm = await upcoming
+                pcm = _gained(await upcoming, settings.voice_gain_db)
                 if index + 1 < len(words):
                     upcoming = asyncio.ensure_future(self.voice.render(words[index + 1]))
+                if settings.gap_seconds > 0 and index == len(words) // 2 and index:
+                    # A stall mid-line: silence on the track, as a TTS that falls behind.
+                    pause = silence(settings.gap_seconds)
+                    start, sent = await self._play_word(
+                        "", pause, writer, delivered, start, sent, write=False
+                    )
                 start, sent = await self._play_word(
                     word, pcm, writer, delivered, start, sent, write=index >= written
                 )
@@ -227,6 +242,14 @@ class Speech:
         await writer.write(text)
         await writer.aclose()
         self._core.note(f"user transcript{' final' if final else ''}: {text}")
+
+
+def _gained(pcm: Pcm, gain_db: float) -> Pcm:
+    """``pcm`` with ``gain_db`` applied, hard-clipped to 16 bits (a defect on purpose)."""
+    if gain_db == 0:
+        return pcm
+    scaled = pcm.astype(np.float64) * 10 ** (gain_db / 20)
+    return np.clip(np.round(scaled), -32768, 32767).astype(np.int16)
 
 
 __all__ = ["ECHO_TAIL", "FEED_LEAD", "Speech"]

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Final
 
 from fishtalk.core import conversation as conv
 from fishtalk.core.errors import ConfigError, FishtalkError, RunLimitError, TestFileError
+from fishtalk.engine.replyaudio.reporter import measure_all
+from fishtalk.workbench.agenttest.audiochecks import began_in, check_audio
 from fishtalk.workbench.agenttest.checks import check
 from fishtalk.workbench.agenttest.recording import (
     Recorder,
@@ -124,9 +126,10 @@ async def run_test(
     declared = set(test.tools)
     mic: WavMicrophone | None = None
     clips: dict[str, bytes] = {}
-    if any(t.speak is not None for t in test.turns) or test.heard_budget:
-        # Spoken turns need the WAV microphone; heard budgets need an audio path for the
-        # agent's replies (the same backend: silence in, replies out to nowhere).
+    if any(t.speak is not None for t in test.turns) or test.heard_budget or test.audio_checks:
+        # Spoken turns need the WAV microphone; heard budgets and audio checks need an
+        # audio path for the agent's replies (the same backend: silence in, replies out
+        # to nowhere).
         from fishtalk.workbench.agenttest.wavmic import WavError, WavMicrophone, load_wav
 
         mic = WavMicrophone()
@@ -158,6 +161,7 @@ async def run_test(
             timeouts=target.timeouts,
             journal=target.journal,
             **(target.livekit.session_options() if target.livekit is not None else {}),
+            reply_audio=test.audio_checks,
         )
     except FishtalkError as exc:
         return _errored(result, exc, started)
@@ -201,6 +205,8 @@ async def run_test(
                 except TurnAborted as exc:
                     failures.append(Failure(where, "the turn completes", str(exc)))
                     break
+                if test.audio_checks:
+                    await _audio_drained(session)
                 if session.state.ended and turn.action != "hangup":
                     if index < len(test.turns):
                         failures.append(
@@ -240,7 +246,20 @@ async def run_test(
                 f"add [tools.{name}] with a result or an error",
             )
         )
+    # Measured again from all the audio received: a loaded machine delays the audio more
+    # than the state, and the events' look at a reply may come before its end arrived.
+    capture = session.reply_audio
+    reports = measure_all(capture, state) if capture is not None else state.reply_audio
     for index, (turn, where, window) in enumerate(windows):
+        end = windows[index + 1][2].start_time if index + 1 < len(windows) else None
+        failures.extend(
+            check_audio(
+                turn.expect,
+                where,
+                began_in(reports, window.start_time, end),
+                interrupted=turn.interrupt is not None,
+            )
+        )
         events = recorder.window(window)
         since = window.sent_at or window.start_time
         replying = turn.action in ("say", "speak", "listen")
@@ -287,10 +306,24 @@ async def run_test(
             pooled=pooled,
         )
     )
+    failures.extend(check_audio(test.expect, "session", reports))
     result.failures = failures
     result.status = "failed" if failures else "passed"
     result.duration = time.monotonic() - started
     return result
+
+
+async def _audio_drained(session: AgentSession) -> None:
+    """Until the agent's audio has been quiet for a second (at most 10 s): on a busy
+    machine a reply's audio arrives after its text, and it belongs to this turn."""
+    from fishtalk.engine.replyaudio.reporter import QUIET
+
+    capture = session.reply_audio
+    for _ in range(200):
+        last = capture.last_audible if capture is not None else None
+        if last is None or time.monotonic() - last >= QUIET:
+            return
+        await asyncio.sleep(0.05)
 
 
 def _waterfalls(

@@ -52,7 +52,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -115,6 +115,14 @@ class Expect(_Model):
     the 95th percentile over the ``say``/``speak`` turns, across all runs with
     ``--repeat``. A turn without a heard figure (e.g. a text-only reply) fails a heard
     budget, naming why.
+    How replies sound (measured on the audio received; needs ``text_only = false``; see
+    :mod:`fishtalk.core.conversation.reply_audio`), for the turn's replies or, under
+    ``[expect]``, every reply: ``max_leading_silence``, ``max_gap`` (seconds),
+    ``max_clipping`` (a share, 0..1), ``loudness_range`` (``[low, high]`` LUFS),
+    ``max_talk_over`` (seconds), ``no_silent_replies`` (a reply with text has audible
+    audio: the signal, not speech recognition), ``no_mismatch`` (no audio without a
+    transcript, no transcript without audio); with a turn's ``interrupt``:
+    ``stops_within`` (seconds from the interrupt to the agent's last audible frame).
     """
 
     contains: list[str] | None = None
@@ -134,6 +142,14 @@ class Expect(_Model):
     p95_first_text: float | None = Field(default=None, gt=0)
     max_heard: float | None = Field(default=None, gt=0)
     p95_heard: float | None = Field(default=None, gt=0)
+    max_leading_silence: float | None = Field(default=None, ge=0)
+    max_gap: float | None = Field(default=None, gt=0)
+    max_clipping: float | None = Field(default=None, ge=0, le=1)
+    loudness_range: tuple[float, float] | None = None
+    max_talk_over: float | None = Field(default=None, ge=0)
+    no_silent_replies: bool = False
+    no_mismatch: bool = False
+    stops_within: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="before")
     @classmethod
@@ -155,7 +171,29 @@ class Expect(_Model):
                 re.compile(self.regex)
             except re.error as exc:
                 raise ValueError(f"regex does not compile: {exc}") from None
+        span = self.loudness_range
+        if span is not None and span[0] > span[1]:
+            raise ValueError("loudness_range is [low, high] (LUFS), low first")
         return self
+
+    @property
+    def checks_audio(self) -> bool:
+        """Whether any expectation is about how the replies sound."""
+        return (
+            self.no_silent_replies
+            or self.no_mismatch
+            or any(
+                v is not None
+                for v in (
+                    self.max_leading_silence,
+                    self.max_gap,
+                    self.max_clipping,
+                    self.loudness_range,
+                    self.max_talk_over,
+                    self.stops_within,
+                )
+            )
+        )
 
     @property
     def checks_reply(self) -> bool:
@@ -164,6 +202,14 @@ class Expect(_Model):
             v is not None
             for v in (self.contains, self.not_contains, self.contains_any, self.one_of, self.regex)
         )
+
+
+class Interrupt(_Model):
+    """``interrupt = { after = "first_text", delay = 0.3 }``: interrupt the agent ``delay``
+    seconds after its reply's first text, first audible audio, or ``speaking`` state."""
+
+    after: Literal["first_text", "first_audio", "speaking"] = "first_text"
+    delay: float = Field(default=0.0, ge=0, le=60)
 
 
 class Turn(_Model):
@@ -181,6 +227,8 @@ class Turn(_Model):
     interrupt_after: float | None = Field(default=None, ge=0)
     """``say``/``speak``: interrupt the agent this many seconds into its reply (after its
     first text)."""
+    interrupt: Interrupt | None = None
+    """``say``/``speak``: interrupt the reply, timed to an event (see :class:`Interrupt`)."""
     lines: int = Field(default=1, ge=1)
     """``say``, ``speak`` and ``listen``: how many agent lines make the reply."""
     timeout: float | None = Field(default=None, gt=0)
@@ -208,6 +256,12 @@ class Turn(_Model):
             )
         if self.interrupt_after is not None and actions[0] not in ("say", "speak"):
             raise ValueError("interrupt_after goes with a say or speak turn")
+        if self.interrupt is not None and actions[0] not in ("say", "speak"):
+            raise ValueError("interrupt goes with a say or speak turn")
+        if self.interrupt is not None and self.interrupt_after is not None:
+            raise ValueError("a turn has interrupt or interrupt_after, not both")
+        if self.expect.stops_within is not None and self.interrupt is None:
+            raise ValueError("expect.stops_within goes with a turn's interrupt")
         if self.expect.max_heard is not None and actions[0] not in ("say", "speak"):
             raise ValueError(
                 "expect.max_heard goes with a say or speak turn (only a user turn has a "
@@ -289,6 +343,21 @@ class TestFile(_Model):
             key = "max_heard" if expect.max_heard is not None else "p95_heard"
             raise ValueError(f"{key} needs a say or speak turn to measure")
         return expect
+
+    @model_validator(mode="after")
+    def _audio_needs_speech(self) -> TestFile:
+        if self.text_only and (
+            self.expect.checks_audio or any(t.expect.checks_audio for t in self.turns)
+        ):
+            raise ValueError("audio checks need spoken replies: set text_only = false")
+        return self
+
+    @property
+    def audio_checks(self) -> bool:
+        """Whether the replies' audio is measured (an audio check, or an ``interrupt``)."""
+        return self.expect.checks_audio or any(
+            t.expect.checks_audio or t.interrupt is not None for t in self.turns
+        )
 
     @property
     def heard_budget(self) -> bool:

@@ -115,7 +115,13 @@ async def _until_listening(session: AgentSession, timeout: float) -> None:  # no
 
 async def _interrupt(session: AgentSession, turn: Turn, timeout: float) -> None:  # noqa: ASYNC109 - per turn
     """With ``interrupt_after``: wait for the agent's first text, then that long, then
-    interrupt it."""
+    interrupt it; with ``interrupt``: its event, then its delay."""
+    if turn.interrupt is not None:
+        async with asyncio.timeout(timeout):
+            await _interrupt_event(session, turn.interrupt.after)
+        await asyncio.sleep(turn.interrupt.delay)
+        session.interrupt()
+        return
     if turn.interrupt_after is None:
         return
     await session.wait_for(
@@ -129,6 +135,39 @@ async def _interrupt(session: AgentSession, turn: Turn, timeout: float) -> None:
     )
     await asyncio.sleep(turn.interrupt_after)
     session.interrupt()
+
+
+async def _interrupt_event(session: AgentSession, after: str) -> None:
+    """Until the reply's first text, its first audible frame (after its first text), or the
+    agent speaking."""
+    if after == "speaking":
+        if session.state.agent_state != "speaking":
+            await session.wait_for(
+                lambda e: isinstance(e, conv.AgentStateChanged) and e.agent_state == "speaking"
+            )
+    elif after == "first_audio":
+        # The reply's first text first: audio arriving before it may be the tail of the
+        # reply before (its audio lags its text on a busy machine).
+        await _interrupt_event(session, "first_text")
+        capture = session.reply_audio
+        assert capture is not None  # the runner asks for it with an interrupt
+        heard: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+
+        def audible(at: float) -> None:
+            if not heard.done():
+                heard.set_result(at)
+
+        capture.when_audible(audible)
+        await heard
+    else:
+        await session.wait_for(
+            lambda e: (
+                isinstance(e, conv.SegmentOpened | conv.SegmentGrew)
+                and e.segment.role == "agent"
+                and not e.segment.typed
+                and bool(e.segment.text)
+            )
+        )
 
 
 async def _replies(session: AgentSession, count: int, timeout: float) -> None:  # noqa: ASYNC109 - per turn

@@ -16,6 +16,7 @@ import json
 from typing import Any, Final, Literal, TypeAlias
 
 from fishtalk.core.conversation.latency import measure_words, percentile
+from fishtalk.core.conversation.reply_audio import DEFAULT_BUDGETS, ReplyAudioReport, problems
 from fishtalk.core.text import json_escape, strip
 from fishtalk.engine.journal.reader import JournalSummary, ToolCall, Turn
 
@@ -118,6 +119,29 @@ def _heading(summary: JournalSummary) -> list[str]:
     ]
 
 
+def audio_notes(summary: JournalSummary) -> list[str]:
+    """How each reply sounded: one line per reply (its figures, then what is wrong with it
+    by :data:`~fishtalk.core.conversation.reply_audio.DEFAULT_BUDGETS`)."""
+    notes = []
+    for data in summary.reply_audio:
+        try:
+            report = ReplyAudioReport(**data)
+        except TypeError:
+            continue  # a report of another version: shown in the JSON export only
+        figures = [f"longest gap {report.longest_gap:.2f} s", f"clipping {report.clipping:.1%}"]
+        if report.leading_from_text is not None:
+            figures.insert(0, f"leading silence {report.leading_from_text:.2f} s")
+        if report.loudness is not None:
+            figures.append(f"{report.loudness:.1f} LUFS")
+        if report.talk_over:
+            figures.append(f"talk-over {report.talk_over:.2f} s")
+        wrong = [p.text.split(": ", 1)[1] for p in problems(report, DEFAULT_BUDGETS)]
+        notes.append(
+            f"reply {report.reply}: {', '.join(figures)}" + "".join(f"; {w}" for w in wrong)
+        )
+    return notes
+
+
 def to_txt(summary: JournalSummary) -> str:
     """Plain text: one line per turn, tool call and error, with its time."""
     lines = [*_heading(summary), ""]
@@ -130,6 +154,8 @@ def to_txt(summary: JournalSummary) -> str:
         else:
             lines.append(f"[{clock(at)}] ! {_line(str(item.get('message') or item.get('code')))}")
         del kind
+    if summary.reply_audio:
+        lines += ["", "audio:", *(f"  {note}" for note in audio_notes(summary))]
     return "\n".join(lines) + "\n"
 
 
@@ -149,6 +175,8 @@ def to_md(summary: JournalSummary) -> str:
         else:
             lines.append(f"> `{clock(at)}` error: {_line(str(item.get('message') or ''))}")
         lines.append("")
+    if summary.reply_audio:
+        lines += ["## How the replies sounded", "", *(f"- {n}" for n in audio_notes(summary))]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -209,6 +237,7 @@ def to_data(summary: JournalSummary) -> dict[str, Any]:
         "tools": [_tool_dict(c) for c in summary.tools],
         "errors": summary.errors,
         "latency": latency_data(summary),
+        "reply_audio": summary.reply_audio,
         "damage": journal.damage,
     }
 

@@ -1,0 +1,55 @@
+"""The sim for the reply-audio tests, on its own thread, shared by the module: one agent id
+per injected defect (issue 29), each saying :data:`LINE` when the user speaks or types."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+import pytest
+
+from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.runner import SimInfo, SimThread
+
+WAIT: Final = 30.0
+LINE: Final = "alpha bravo charlie delta echo foxtrot"
+
+DEFECTS: Final = {
+    "clean": "",
+    "lead": "first_audio_delay_seconds = 0.5",
+    "gap": "gap_seconds = 0.6",
+    "loud": "voice_gain_db = 20.0",
+    "quiet": "voice_gain_db = -30.0",
+    "stubborn": "ignore_interrupt_seconds = 1.0",
+}
+"""Agent id -> the ``[agent]`` setting that injects its defect."""
+
+
+def _scenario(name: str, setting: str) -> str:
+    return f"""
+name = "{name}"
+then = "converse"
+[agent]
+greeting = ""
+voice = "tones"
+idle_seconds = 0
+think_seconds = 0.1
+{setting}
+[[steps]]
+do = "wait_for"
+event = "user.message"
+[[steps]]
+do = "say"
+text = "{LINE}"
+"""
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimInfo]:
+    scenarios = {name: parse_scenario(_scenario(name, s)) for name, s in DEFECTS.items()}
+    thread = SimThread(scenarios["clean"], scenarios=scenarios)
+    info = thread.start()
+    try:
+        yield info
+    finally:
+        thread.stop()
