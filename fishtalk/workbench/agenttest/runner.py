@@ -32,7 +32,7 @@ from fishtalk.workbench.agenttest.recording import (
 )
 from fishtalk.workbench.agenttest.results import Failure, HeardTurn, TestResult
 from fishtalk.workbench.agenttest.spec import TestFile, Turn
-from fishtalk.workbench.agenttest.turns import TurnAborted, do_turn
+from fishtalk.workbench.agenttest.turns import TurnAborted, clip_key, do_turn
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
@@ -120,22 +120,26 @@ async def run_test(
     recorder = Recorder()
     declared = set(test.tools)
     mic: WavMicrophone | None = None
-    clips: dict[str, bytes] = {}
+    clips: dict[tuple[str, str], bytes] = {}
     if any(t.speak is not None for t in test.turns) or test.heard_budget:
         # Spoken turns need the WAV microphone; heard budgets need an audio path for the
         # agent's replies (the same backend: silence in, replies out to nowhere).
-        from fishtalk.workbench.agenttest.wavmic import WavError, WavMicrophone, load_wav
+        from fishtalk.speech.tts import SynthesisError
+        from fishtalk.workbench.agenttest.speaking import clip
+        from fishtalk.workbench.agenttest.wavmic import WavError, WavMicrophone
 
         mic = WavMicrophone()
         try:
             for turn in test.turns:
-                if turn.speak is not None and turn.speak not in clips:
-                    clips[turn.speak] = load_wav(Path(test.path).parent / turn.speak)
-        except WavError as exc:
-            result.status = "error"
-            result.failure = TestFileError(str(exc))
-            result.error = str(exc)
-            return result
+                key = clip_key(test, turn)
+                if turn.speak is not None and key not in clips:
+                    clips[key] = await asyncio.to_thread(
+                        clip, turn.speak, Path(test.path).parent, test.voice_of(turn)
+                    )
+        except (WavError, SynthesisError) as exc:
+            return _errored(result, TestFileError(str(exc)), started)
+        except FishtalkError as exc:  # no espeak-ng
+            return _errored(result, exc, started)
     try:
         if test.config_tools:
             from fishtalk.engine.tools.build import build_registry
@@ -193,7 +197,14 @@ async def run_test(
                 window = recorder.mark()
                 windows.append((turn, where, window))
                 try:
-                    await do_turn(session, turn, window, turn.timeout or test.timeout, mic, clips)
+                    await do_turn(
+                        session,
+                        turn,
+                        window,
+                        turn.timeout or test.timeout,
+                        mic,
+                        clips.get(clip_key(test, turn)),
+                    )
                 except TurnAborted as exc:
                     failures.append(Failure(where, "the turn completes", str(exc)))
                     break

@@ -30,6 +30,11 @@ A test file holds one conversation to run against an agent and what to expect of
     lines = 1                       # how many agent lines make the reply [1]
 
     [[turns]]
+    speak = "What is my balance?"   # text (anything not ending in .wav): spoken offline
+    voice = "en-gb"                 # by this espeak-ng voice (the file's `voice`, else
+                                    # espeak-ng's default), cached by text and voice
+
+    [[turns]]
     wait = 1.5                      # or wait_for_state = "listening",
                                     # or wait_for_event = "tool_card_added"
     [[turns]]
@@ -87,6 +92,12 @@ def _as_calls(value: Any) -> Any:
         return None
     items = value if isinstance(value, list) else [value]
     return [{"name": item} if isinstance(item, str) else item for item in items]
+
+
+def _is_wav(speak: str | None) -> bool:
+    from fishtalk.workbench.agenttest.speaking import is_wav_path
+
+    return speak is not None and is_wav_path(speak)
 
 
 def _as_list(value: Any) -> Any:
@@ -171,7 +182,10 @@ class Turn(_Model):
 
     say: str | None = Field(default=None, min_length=1)
     speak: str | None = Field(default=None, min_length=1)
-    """A WAV file (relative to the test file), published as the microphone."""
+    """Published as the microphone: a WAV file (relative to the test file) when it ends in
+    ``.wav``, otherwise text spoken offline (:mod:`~fishtalk.workbench.agenttest.speaking`)."""
+    voice: str | None = Field(default=None, min_length=1)
+    """A ``speak`` text's espeak-ng voice (the file's ``voice`` when not set)."""
     listen: bool | None = None
     wait: float | None = Field(default=None, ge=0)
     wait_for_state: str | None = None
@@ -205,6 +219,8 @@ class Turn(_Model):
                 "a turn needs exactly one of say, speak, listen, wait, wait_for_state, "
                 f"wait_for_event, hangup (got {', '.join(actions) or 'none'})"
             )
+        if self.voice is not None and (actions[0] != "speak" or _is_wav(self.speak)):
+            raise ValueError("voice goes with a speak turn whose value is text, not a WAV file")
         if self.interrupt_after is not None and actions[0] not in ("say", "speak"):
             raise ValueError("interrupt_after goes with a say or speak turn")
         if self.expect.max_heard is not None and actions[0] not in ("say", "speak"):
@@ -267,6 +283,8 @@ class TestFile(_Model):
     agent: str | None = None
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
     text_only: bool = True
+    voice: str = ""
+    """The espeak-ng voice of ``speak`` texts (empty: espeak-ng's default)."""
     greets: bool = True
     """The agent says something first: when the first turn is not ``listen``, the runner
     takes that line before it (so a ``say`` turn's reply is never the greeting)."""
@@ -288,6 +306,10 @@ class TestFile(_Model):
             key = "max_heard" if expect.max_heard is not None else "p95_heard"
             raise ValueError(f"{key} needs a say or speak turn to measure")
         return expect
+
+    def voice_of(self, turn: Turn) -> str:
+        """The voice a ``speak`` text of ``turn`` is spoken in."""
+        return turn.voice or self.voice
 
     @property
     def heard_budget(self) -> bool:
@@ -379,14 +401,22 @@ def load_test(path: str | Path) -> TestFile:
     test = parse_test(text, source=str(path), name=path.stem)
     for index, turn in enumerate(test.turns):
         if turn.speak is not None:
-            from fishtalk.workbench.agenttest.wavmic import WavError, load_wav
+            # Read each WAV and synthesise (into the cache) each text now: a bad one is
+            # named with its line before any session opens.
+            from fishtalk.speech.tts import SynthesisError
+            from fishtalk.workbench.agenttest.speaking import clip
+            from fishtalk.workbench.agenttest.wavmic import WavError
 
             try:
-                load_wav(path.parent / turn.speak)
-            except WavError as exc:
-                line = _line_of(text, ("turns", index, "speak"))
+                clip(turn.speak, path.parent, test.voice_of(turn))
+            except (WavError, SynthesisError) as exc:
+                key = "voice" if isinstance(exc, SynthesisError) else "speak"
+                line = _line_of(text, ("turns", index, key)) or _line_of(text, (key,))
                 where = f"{path}:{line}" if line else str(path)
-                raise TestFileError(f"{where}: turns[{index + 1}].speak: {exc}") from None
+                detail = (
+                    f"espeak-ng voice {test.voice_of(turn)!r}: {exc}" if key == "voice" else exc
+                )
+                raise TestFileError(f"{where}: turns[{index + 1}].{key}: {detail}") from None
     return test
 
 
