@@ -179,7 +179,7 @@ async def run_test(
         async with session:
             if on_session is not None:
                 on_session(session)
-            if test.greets and test.turns[0].action != "listen":
+            if test.greets and (not test.turns or test.turns[0].action != "listen"):
                 try:
                     await session.wait_for_line(test.timeout)
                 except TimeoutError:
@@ -190,8 +190,9 @@ async def run_test(
                             f"no line from the agent within {test.timeout:g} s",
                         )
                     )
-            for index, turn in enumerate(test.turns, start=1):
-                where = f"turn {index} ({turn.describe()})"
+            index = 0
+            async for turn, where in _all_turns(test, session, failures):
+                index += 1
                 if windows:
                     windows[-1][2].end_index = len(recorder.events)
                 window = recorder.mark()
@@ -229,6 +230,8 @@ async def run_test(
             return _errored(result, exc, started)
         failures.append(Failure(windows[-1][1], "the turn completes", str(exc)))
     state = session.state
+    if test.expect.judge is not None:
+        failures.extend(await _judged(test, state.transcript))
     result.end_reason = state.end_reason
     result.journal = str(session.journal_path) if session.journal_path is not None else None
     result.transcript = [
@@ -292,6 +295,76 @@ async def run_test(
     result.status = "failed" if failures else "passed"
     result.duration = time.monotonic() - started
     return result
+
+
+async def _all_turns(
+    test: TestFile, session: AgentSession, failures: list[Failure]
+) -> AsyncIterator[tuple[Turn, str]]:
+    """The file's turns, then the caller's lines (each asked for when its turn comes) and
+    its hang-up; a caller that fails adds a failure and ends the conversation."""
+    for index, turn in enumerate(test.turns, start=1):
+        yield turn, f"turn {index} ({turn.describe()})"
+    if test.caller is None:
+        return
+    from fishtalk.workbench.agenttest.external import (
+        ExternalError,
+        caller_line,
+        run_external,
+        transcript_json,
+    )
+
+    for number in range(1, test.caller_turns + 1):
+        where = f"caller turn {number}"
+        if session.state.ended:
+            return
+        payload: dict[str, JsonValue] = {
+            "test": test.name,
+            "turn": number,
+            "transcript": transcript_json(session.state.transcript),
+        }
+        try:
+            output = await run_external(
+                "caller",
+                test.caller,
+                payload,
+                cwd=Path(test.path).parent,
+                timeout=test.caller_timeout,
+            )
+            line = caller_line(output)
+        except ExternalError as exc:
+            failures.append(Failure(where, 'the caller answers a line or "hang up"', str(exc)))
+            return
+        turn = Turn(say=line) if line is not None else Turn(hangup=True)
+        yield turn, f"{where} ({turn.describe()})"
+        if line is None:
+            return
+
+
+async def _judged(test: TestFile, transcript: Sequence[conv.Segment]) -> list[Failure]:
+    """The judge's verdict on the session, as failures (none when it passes)."""
+    from fishtalk.workbench.agenttest.external import (
+        ExternalError,
+        run_external,
+        transcript_json,
+        verdict,
+    )
+
+    judge = test.expect.judge
+    assert judge is not None
+    expected = f"the judge passes the session on {judge.criteria!r}"
+    payload: dict[str, JsonValue] = {
+        "test": test.name,
+        "criteria": judge.criteria,
+        "transcript": transcript_json(transcript),
+    }
+    try:
+        output = await run_external(
+            "judge", judge.command, payload, cwd=Path(test.path).parent, timeout=judge.timeout
+        )
+        judged = verdict(output)
+    except ExternalError as exc:
+        return [Failure("session", expected, str(exc))]
+    return [] if judged.passed else [Failure("session", expected, f"judge: {judged.reason}")]
 
 
 def _waterfalls(

@@ -43,6 +43,12 @@ A test file holds one conversation to run against an agent and what to expect of
     [expect]                        # over the whole session
     no_errors = true
     end_reason = "user_hangup"
+    judge = { command = ["my-judge"], criteria = "polite and on topic" }
+
+A simulated caller (``caller = ["my-caller", "--persona", "impatient"]``, at most
+``caller_turns`` lines, each within ``caller_timeout`` seconds) answers after the turns
+(``turns`` may then be empty); it and the judge are the user's commands
+(:mod:`~fishtalk.workbench.agenttest.external` gives their contract).
 
 Expectations (per turn under ``expect``, or for the session under ``[expect]``) are listed
 in :class:`Expect`. Texts compare case- and punctuation-insensitively unless
@@ -106,6 +112,25 @@ def _as_list(value: Any) -> Any:
     return value
 
 
+MAX_COMMAND_TIMEOUT: Final = 120.0
+"""The longest a caller or judge command may run (the tool runtime's cap)."""
+
+
+class Judge(_Model):
+    """A judge command and what it judges: it gets the transcript, returns a verdict."""
+
+    command: list[str] = Field(min_length=1)
+    criteria: str = Field(min_length=1)
+    timeout: float = Field(default=60.0, gt=0, le=MAX_COMMAND_TIMEOUT)
+
+    @field_validator("command")
+    @classmethod
+    def _program(cls, command: list[str]) -> list[str]:
+        if not command[0]:
+            raise ValueError("the command's program (its first item) is empty")
+        return command
+
+
 class Expect(_Model):
     """What a turn (or the whole session) must show.
 
@@ -118,7 +143,8 @@ class Expect(_Model):
     ``interrupted``: an agent line was (true) or was not (false) cut short.
     ``no_errors``: no error event. ``end_reason`` (session). ``max_first_text``: seconds
     from the turn to the agent's first text; ``p95_first_text`` (session): the 95th
-    percentile of the turns' first-text latency.
+    percentile of the turns' first-text latency. ``judge`` (session):
+    ``{ command = [...], criteria = "..." }``, the judge's verdict on the transcript.
     Heard latency (the end of the user's turn to the agent heard, measured at the client;
     only ``say`` and ``speak`` turns have one): ``max_heard``: seconds, for the turn (or,
     under ``[expect]``, for every ``say``/``speak`` turn); ``p95_heard`` (session only):
@@ -144,6 +170,7 @@ class Expect(_Model):
     p95_first_text: float | None = Field(default=None, gt=0)
     max_heard: float | None = Field(default=None, gt=0)
     p95_heard: float | None = Field(default=None, gt=0)
+    judge: Judge | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -228,6 +255,8 @@ class Turn(_Model):
                 "expect.max_heard goes with a say or speak turn (only a user turn has a "
                 "heard latency)"
             )
+        if self.expect.judge is not None:
+            raise ValueError("expect.judge goes in the file's [expect]: it judges the session")
         if self.expect.p95_heard is not None:
             raise ValueError(
                 "expect.p95_heard goes in the file's [expect]: it is over all the say and "
@@ -292,9 +321,21 @@ class TestFile(_Model):
     """Client tools without a fixture run through the tools of the user's fishtalk config
     (tools with ``approve = "ask"`` are declined: nobody is there to answer)."""
     tools: dict[str, ToolFixture] = Field(default_factory=dict)
-    turns: list[Turn] = Field(min_length=1)
+    caller: list[str] | None = Field(default=None, min_length=1)
+    """A command answering each next user line after the turns (see the module doc)."""
+    caller_turns: int = Field(default=10, ge=1, le=100)
+    caller_timeout: float = Field(default=30.0, gt=0, le=MAX_COMMAND_TIMEOUT)
+    turns: list[Turn] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
     path: str = ""
+
+    @model_validator(mode="after")
+    def _something_to_do(self) -> TestFile:
+        if not self.turns and self.caller is None:
+            raise ValueError("a test needs [[turns]], a caller, or both")
+        if self.caller is not None and not self.caller[0]:
+            raise ValueError("caller: the command's program (its first item) is empty")
+        return self
 
     @field_validator("expect")
     @classmethod
