@@ -57,6 +57,13 @@ def available() -> bool:
     return importlib.util.find_spec("pocketsphinx") is not None
 
 
+def load_check() -> None:
+    """Raise :class:`SpeechUnavailableError` (one line naming the extra) without
+    pocketsphinx."""
+    if not available():
+        raise SpeechUnavailableError("pocketsphinx", INSTALL_EXTRA)
+
+
 def load() -> Recognizer:
     """A recogniser on the bundled en-US model (about 0.5 s of CPU to load)."""
     try:
@@ -247,4 +254,13 @@ class Recognizer:
         return self.free(audio, rate)
 
 
-__all__ = ["INSTALL_EXTRA", "Coverage", "Recognizer", "available", "jsgf", "load", "speech_seconds"]
+__all__ = [
+    "INSTALL_EXTRA",
+    "Coverage",
+    "Recognizer",
+    "available",
+    "jsgf",
+    "load",
+    "load_check",
+    "speech_seconds",
+]

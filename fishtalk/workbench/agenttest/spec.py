@@ -143,7 +143,13 @@ class Expect(_Model):
     ``interrupted``: an agent line was (true) or was not (false) cut short.
     ``no_errors``: no error event. ``end_reason`` (session). ``max_first_text``: seconds
     from the turn to the agent's first text; ``p95_first_text`` (session): the 95th
-    percentile of the turns' first-text latency. ``judge`` (session):
+    percentile of the turns' first-text latency.
+    The agent's audio (each reply's received audio, heard offline; needs
+    ``text_only = false`` and the ``speech`` extra; see
+    :mod:`~fishtalk.workbench.agenttest.listening`): ``spoken_contains`` (a string or a
+    list: the audio says these words), ``audio_matches_text`` (0..1: the share of each
+    reply's transcript the audio says, by alignment), ``no_silent_replies`` (no reply has
+    a transcript but no speech). ``judge`` (session):
     ``{ command = [...], criteria = "..." }``, the judge's verdict on the transcript.
     Heard latency (the end of the user's turn to the agent heard, measured at the client;
     only ``say`` and ``speak`` turns have one): ``max_heard``: seconds, for the turn (or,
@@ -171,13 +177,16 @@ class Expect(_Model):
     max_heard: float | None = Field(default=None, gt=0)
     p95_heard: float | None = Field(default=None, gt=0)
     judge: Judge | None = None
+    spoken_contains: list[str] | None = None
+    audio_matches_text: float | None = Field(default=None, gt=0, le=1)
+    no_silent_replies: bool = False
 
     @model_validator(mode="before")
     @classmethod
     def _shapes(cls, data: Any) -> Any:
         if isinstance(data, dict):
             data = dict(data)
-            for key in ("contains", "not_contains"):
+            for key in ("contains", "not_contains", "spoken_contains"):
                 if key in data:
                     data[key] = _as_list(data[key])
             for key in ("tool_called", "tool_not_called"):
@@ -193,6 +202,13 @@ class Expect(_Model):
             except re.error as exc:
                 raise ValueError(f"regex does not compile: {exc}") from None
         return self
+
+    @property
+    def checks_audio(self) -> bool:
+        """Whether any expectation is about what the agent's audio says."""
+        return bool(
+            self.spoken_contains or self.audio_matches_text is not None or self.no_silent_replies
+        )
 
     @property
     def checks_reply(self) -> bool:
@@ -254,6 +270,10 @@ class Turn(_Model):
             raise ValueError(
                 "expect.max_heard goes with a say or speak turn (only a user turn has a "
                 "heard latency)"
+            )
+        if self.expect.checks_audio and actions[0] not in ("say", "speak", "listen"):
+            raise ValueError(
+                "spoken expectations go with a say, speak or listen turn (one with a reply)"
             )
         if self.expect.judge is not None:
             raise ValueError("expect.judge goes in the file's [expect]: it judges the session")
@@ -333,6 +353,13 @@ class TestFile(_Model):
     def _something_to_do(self) -> TestFile:
         if not self.turns and self.caller is None:
             raise ValueError("a test needs [[turns]], a caller, or both")
+        if self.text_only and (
+            self.expect.checks_audio or any(t.expect.checks_audio for t in self.turns)
+        ):
+            raise ValueError(
+                "spoken expectations (spoken_contains, audio_matches_text, "
+                "no_silent_replies) need text_only = false: text-only replies have no audio"
+            )
         if self.caller is not None and not self.caller[0]:
             raise ValueError("caller: the command's program (its first item) is empty")
         return self
@@ -347,6 +374,11 @@ class TestFile(_Model):
             key = "max_heard" if expect.max_heard is not None else "p95_heard"
             raise ValueError(f"{key} needs a say or speak turn to measure")
         return expect
+
+    @property
+    def checks_audio(self) -> bool:
+        """Whether any expectation is about what the agent's audio says."""
+        return self.expect.checks_audio or any(t.expect.checks_audio for t in self.turns)
 
     def voice_of(self, turn: Turn) -> str:
         """The voice a ``speak`` text of ``turn`` is spoken in."""
@@ -440,6 +472,10 @@ def load_test(path: str | Path) -> TestFile:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise TestFileError(f"{path}: cannot read: {reason}") from None
     test = parse_test(text, source=str(path), name=path.stem)
+    if test.checks_audio:
+        from fishtalk.speech import stt
+
+        stt.load_check()
     for index, turn in enumerate(test.turns):
         if turn.speak is not None:
             # Read each WAV and synthesise (into the cache) each text now: a bad one is
