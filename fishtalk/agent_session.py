@@ -36,11 +36,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.errors import (
-    ConnectionFailedError,
-    FishtalkError,
-    SessionEndedError,
-)
+from fishtalk.core.errors import ConnectionFailedError, FishtalkError, SessionEndedError
 from fishtalk.engine.aio import in_daemon_thread
 from fishtalk.engine.fanout import KINDS, EventFanout, EventStream, kind_key
 from fishtalk.engine.hardening import make_non_dumpable
@@ -55,6 +51,7 @@ if TYPE_CHECKING:
     from fishtalk.engine.api import LiveKitGrant, SessionClient, SessionOverrides, SessionRequest
     from fishtalk.engine.audio.base import AudioBackend, AudioLevels
     from fishtalk.engine.journal.writer import JournalWriter
+    from fishtalk.engine.replyaudio import ReplyAudio
     from fishtalk.engine.session import EndResult, Session, Timeouts
 
 _log = logging.getLogger(__name__)
@@ -118,7 +115,8 @@ class AgentSession:
       ``timeouts``: :class:`fishtalk.engine.session.Timeouts`.
     - ``journal``: ``True`` writes the session's journal (JSON Lines, mode 0600, the format
       ``fishtalk export``, ``replay`` and ``diff`` read) to fishtalk's journal folder, a
-      path writes it there; :attr:`journal_path` says where. Off by default for a library.
+      path writes it there; :attr:`journal_path` says where. Off by default for a library;
+    - ``reply_audio``: keep each reply's received audio (:attr:`reply_audio`).
 
     Invalid options raise ``ValueError`` or :class:`fishtalk.core.errors.ClientConfigError` (no
     API key, public without an origin) at once. Entering the ``async with`` block connects
@@ -160,6 +158,7 @@ class AgentSession:
         grant: LiveKitGrant | None = None,
         timeouts: Timeouts | None = None,
         journal: bool | str | Path = False,
+        reply_audio: bool = False,
     ) -> None:
         from fishtalk.engine.api import SessionOverrides, SessionRequest
 
@@ -198,7 +197,7 @@ class AgentSession:
         if grant is None:
             self._check_client()
         self._text_only = text_only
-        self._audio_option = audio
+        self._audio_option, self._keep_reply_audio = audio, reply_audio
         self._runner = self._build_runner(client_tools, config_tools, tool_timeout, approve)
         self._timeouts = timeouts
         self._session: Session | None = None
@@ -299,6 +298,7 @@ class AgentSession:
             tools=self._runner,
             spoken=not self._text_only,
             timeouts=self._timeouts or DEFAULT_TIMEOUTS,
+            reply_audio=self._keep_reply_audio,
         )
         self._session = session
         self._previous = session.state
@@ -323,6 +323,11 @@ class AgentSession:
     def journal_path(self) -> Path | None:
         """Where this session's journal is written (``journal=`` asked for one), else None."""
         return self._journal.path if self._journal is not None else None
+
+    @property
+    def reply_audio(self) -> ReplyAudio | None:
+        """Each reply's received audio (started with ``reply_audio=True``), else None."""
+        return self._session.reply_audio if self._session is not None else None
 
     def _open_journal(self, session: Session) -> JournalWriter | None:
         from fishtalk.engine import parts, paths
@@ -373,8 +378,7 @@ class AgentSession:
         if not run.done():
             self._session.hangup()
         # The run task tears the room down; shielded so a cancelled caller cannot cut the
-        # teardown short (it is awaited again by close()). A room connect still in flight
-        # is never cancelled: wait_closed() lets it settle and disconnects.
+        # teardown short (close() awaits it again; wait_closed() settles a connect).
         result = await asyncio.shield(run)
         await self._session.wait_closed()
         await let_sdk_settle()
@@ -427,8 +431,7 @@ class AgentSession:
 
         Messages wait until the agent is ready (as in the web SDK). ``audio``: whether the
         agent should speak its reply (None: not when ``text_only``). Raises ValueError for
-        blank text and :class:`SessionEndedError` if the session ends before it is sent.
-        """
+        blank text and :class:`SessionEndedError` if the session ends before it is sent."""
         session = self._live()
         if not text.strip():
             raise ValueError("blank text is not sent")
@@ -471,11 +474,9 @@ class AgentSession:
     # --- events ------------------------------------------------------------------------
 
     def events(self) -> EventStream:
-        """An async iterator over the events from now on, ending after ``ended``.
-
-        Each call makes an independent subscription (unbounded: keep reading it). Call it
-        before entering ``async with`` to see the connection events too.
-        """
+        """An async iterator over the events from now on, ending after ``ended``. Each call
+        makes an independent subscription (unbounded: keep reading it); call it before
+        entering ``async with`` to see the connection events too."""
         return self._fanout.stream(done=self._closed or self.state.ended)
 
     @overload
@@ -503,8 +504,7 @@ class AgentSession:
 
         Raises TimeoutError after ``timeout`` seconds, and :class:`SessionEndedError` when
         the session ends first (unless the predicate accepts the ``ended`` event; with
-        ``raise_on_end=False`` the ``ended`` event is returned instead).
-        """
+        ``raise_on_end=False`` the ``ended`` event is returned instead)."""
         state = self.state
         if state.ended:
             if raise_on_end:

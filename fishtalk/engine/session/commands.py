@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from livekit import rtc
 
     from fishtalk.engine.api import LiveKitGrant
+    from fishtalk.engine.replyaudio import ReplyAudio
 
 _log = logging.getLogger("fishtalk.engine.session")
 
@@ -55,7 +56,8 @@ class Session(Room):
     ``tools``: the client-tool runner (default: one with no tools, so every call is answered
     with an "unknown tool" error result, as the web SDK does). ``spoken``: whether typed
     turns get spoken replies (False: text-only). ``timeouts``: see :class:`Timeouts`.
-    ``clock``: monotonic seconds.
+    ``clock``: monotonic seconds. ``reply_audio``: keep each reply's received audio
+    (:attr:`reply_audio`, see :mod:`fishtalk.engine.replyaudio`).
 
     Commands are sync, return at once and never raise, also before ``run()`` or after the
     end. ``run()`` may be awaited once.
@@ -70,12 +72,13 @@ class Session(Room):
         spoken: bool = True,
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         clock: Callable[[], float] = time.monotonic,
+        reply_audio: bool = False,
     ) -> None:
         self._grant_source: GrantSource = (
             grant if isinstance(grant, GrantSource) else ReadyGrant(grant)
         )
         self._init_core(tools, spoken, timeouts, clock)
-        self._init_media(audio)
+        self._init_media(audio, reply_audio)
         self._init_room()
         self._started = False
         self._api_error: errors.FishtalkError | None = None
@@ -93,6 +96,11 @@ class Session(Room):
     def audio(self) -> AudioBackend | None:
         """The audio backend in use (None until ``run()`` picked one)."""
         return self._audio
+
+    @property
+    def reply_audio(self) -> ReplyAudio | None:
+        """Each reply's received audio (None unless ``reply_audio=True``)."""
+        return self._reply_audio
 
     @property
     def room(self) -> rtc.Room | None:

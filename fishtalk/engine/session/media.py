@@ -25,6 +25,8 @@ from fishtalk.engine.session.plumbing import Core
 if TYPE_CHECKING:
     from livekit import rtc
 
+    from fishtalk.engine.replyaudio import ReplyAudio
+
 _log = logging.getLogger("fishtalk.engine.session")
 
 FRAME_MS: Final = 10
@@ -51,8 +53,15 @@ AudioFactory: TypeAlias = Callable[[NoticeFn], AudioBackend]
 class Media(Core):
     """Agent playback, the microphone and the audio-side latency marks of a session."""
 
-    def _init_media(self, audio: AudioBackend | AudioFactory | None) -> None:
+    def _init_media(self, audio: AudioBackend | AudioFactory | None, reply_audio: bool) -> None:
         self._audio_factory: AudioFactory | None = None
+        self._reply_audio: ReplyAudio | None = None
+        """Each reply's received audio, when asked for (see :mod:`fishtalk.engine.replyaudio`)."""
+        if reply_audio:
+            from fishtalk.engine.replyaudio import ReplyAudio
+
+            self._reply_audio = ReplyAudio()
+            self._listeners.append(self._reply_audio.state)
         if isinstance(audio, AudioBackend):
             self._audio = audio
         elif audio is not None:
@@ -152,7 +161,16 @@ class Media(Core):
                 # looked at only while a reply's first frame or the wire's end is awaited.
                 if self._wire_pressed_at is not None and is_audible(frame.data):
                     self._wire_last_audible = self._clock()
-                if self._hold_audio_until and self._clock() < self._hold_audio_until:
+                held = bool(self._hold_audio_until) and self._clock() < self._hold_audio_until
+                if self._reply_audio is not None:
+                    self._reply_audio.agent_frame(
+                        self._clock(),
+                        frame.data,
+                        frame.sample_rate,
+                        frame.num_channels,
+                        played=not held,
+                    )
+                if held:
                     continue
                 taps = self._taps
                 if self._armed and taps is not None and self._first_of_reply(frame.data):
@@ -194,6 +212,8 @@ class Media(Core):
     async def _pump_microphone(self, source: rtc.AudioSource, audio: AudioBackend) -> None:
         async for frame in audio.mic_frames():
             await source.capture_frame(frame)
+            if self._reply_audio is not None:
+                self._reply_audio.mic_frame(self._clock(), frame.data)
             if self._observers:
                 self._observe_frame("mic", frame)
 
