@@ -26,15 +26,20 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pydantic import JsonValue
 
 from fishtalk.core.conversation.state import Segment
 from fishtalk.engine.tools.command import CommandSpec, CommandToolError, run_command
+from fishtalk.workbench.agenttest.results import Failure
+from fishtalk.workbench.agenttest.spec import TestFile, Turn
+
+if TYPE_CHECKING:
+    from fishtalk.agent_session import AgentSession
 
 HANG_UP: Final = "hang up"
 """What a caller prints to end the call."""
@@ -122,11 +127,72 @@ def verdict(output: JsonValue) -> Verdict:
     )
 
 
+# --- in a test run ------------------------------------------------------------------
+
+
+async def conversation(
+    test: TestFile, session: AgentSession, failures: list[Failure]
+) -> AsyncIterator[tuple[Turn, str]]:
+    """The file's turns, then the caller's lines (each asked for when its turn comes) and
+    its hang-up; a caller that fails adds a failure and ends the conversation."""
+    for index, turn in enumerate(test.turns, start=1):
+        yield turn, f"turn {index} ({turn.describe()})"
+    if test.caller is None:
+        return
+    for number in range(1, test.caller_turns + 1):
+        where = f"caller turn {number}"
+        if session.state.ended:
+            return
+        payload: dict[str, JsonValue] = {
+            "test": test.name,
+            "turn": number,
+            "transcript": transcript_json(session.state.transcript),
+        }
+        try:
+            output = await run_external(
+                "caller",
+                test.caller,
+                payload,
+                cwd=Path(test.path).parent,
+                timeout=test.caller_timeout,
+            )
+            line = caller_line(output)
+        except ExternalError as exc:
+            failures.append(Failure(where, 'the caller answers a line or "hang up"', str(exc)))
+            return
+        turn = Turn(say=line) if line is not None else Turn(hangup=True)
+        yield turn, f"{where} ({turn.describe()})"
+        if line is None:
+            return
+
+
+async def judged(test: TestFile, transcript: Sequence[Segment]) -> list[Failure]:
+    """The judge's verdict on the session, as failures (none when it passes)."""
+    judge = test.expect.judge
+    assert judge is not None
+    expected = f"the judge passes the session on {judge.criteria!r}"
+    payload: dict[str, JsonValue] = {
+        "test": test.name,
+        "criteria": judge.criteria,
+        "transcript": transcript_json(transcript),
+    }
+    try:
+        output = await run_external(
+            "judge", judge.command, payload, cwd=Path(test.path).parent, timeout=judge.timeout
+        )
+        judged = verdict(output)
+    except ExternalError as exc:
+        return [Failure("session", expected, str(exc))]
+    return [] if judged.passed else [Failure("session", expected, f"judge: {judged.reason}")]
+
+
 __all__ = [
     "HANG_UP",
     "ExternalError",
     "Verdict",
     "caller_line",
+    "conversation",
+    "judged",
     "run_external",
     "transcript_json",
     "verdict",

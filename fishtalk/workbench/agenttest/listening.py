@@ -18,13 +18,20 @@ or no audio at all, never passes a spoken expectation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import threading
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
+
+import numpy as np
 
 from fishtalk.speech.recognition import normalize
 
 if TYPE_CHECKING:
+    from fishtalk.agent_session import AgentSession
+    from fishtalk.engine.replyaudio import ReplyAudio, ReplyClip
     from fishtalk.speech.pcm import Pcm
     from fishtalk.speech.stt import Recognizer
     from fishtalk.workbench.agenttest.spec import Expect
@@ -131,18 +138,133 @@ def hear(
     return reply(free.text, "free", free.confidence)
 
 
+_shared: tuple[Recognizer, threading.Lock] | None = None
+_shared_lock = threading.Lock()
+
+
+def _recognizer() -> tuple[Recognizer, threading.Lock]:
+    """One recogniser for the process (loading one costs about half a second of CPU),
+    with the lock that keeps it to one thread at a time."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            from fishtalk.speech import stt
+
+            _shared = (stt.load(), threading.Lock())
+        return _shared
+
+
+@dataclass(frozen=True)
+class ReplyToHear:
+    """A turn's reply: where it is, its agent lines by segment id, and the turn's time
+    span on the session clock (``end`` None: until the session ended)."""
+
+    index: int
+    where: str
+    lines: Mapping[str, str]
+    start: float
+    end: float | None
+
+
+def reply_samples(clips: Sequence[ReplyClip], reply: ReplyToHear) -> tuple[Pcm, int]:
+    """The agent audio received for ``reply``, mono, and its rate: the frames of its own
+    lines, and those of audio bound to no line that arrived during its turn (a short
+    line's audio can come after its transcript closed). A test's turns follow one another
+    and each waits for its reply's audio to end, so a frame's arrival time places it."""
+    rate = clips[0].sample_rate if clips else 48_000
+    end = reply.end if reply.end is not None else float("inf")
+    frames = sorted(
+        (
+            frame
+            for clip in clips
+            if set(clip.segment_ids) & set(reply.lines) or not clip.segment_ids
+            for frame in clip.frames
+            if set(clip.segment_ids) & set(reply.lines) or reply.start <= frame.at < end
+        ),
+        key=lambda f: f.at,
+    )
+    if not frames:
+        return np.zeros(0, np.int16), rate
+    pcm = np.frombuffer(b"".join(f.data for f in frames), dtype=np.int16)
+    channels = clips[0].channels
+    if channels > 1:
+        pcm = pcm.reshape(-1, channels).mean(axis=1).astype(np.int16)
+    return pcm, rate
+
+
+def _hear_all(clips: Sequence[ReplyClip], replies: Sequence[ReplyToHear]) -> dict[int, HeardReply]:
+    recognizer, lock = _recognizer()
+    heard: dict[int, HeardReply] = {}
+    for reply in replies:
+        audio, rate = reply_samples(clips, reply)
+        transcript = " ".join(t.strip() for t in reply.lines.values() if t.strip())
+        with lock:
+            heard[reply.index] = hear(
+                recognizer,
+                audio,
+                rate,
+                transcript,
+                where=reply.where,
+                segment_ids=list(reply.lines),
+            )
+    return heard
+
+
+QUIET_AFTER: Final = 0.5
+"""Seconds without an audible agent frame after which a reply's audio has ended (longer
+than a pause between words)."""
+NO_AUDIO_WAIT: Final = 5.0
+"""Seconds after the agent stopped speaking that a reply with no audio yet may still get
+some (audio can lag its transcript and state by seconds on a loaded machine)."""
+
+
+async def reply_audio_settled(
+    session: AgentSession,
+    since: float,
+    timeout: float,  # noqa: ASYNC109 - the turn's own bound
+) -> None:
+    """Wait until the reply's audio has come in: the agent is done speaking and its last
+    audible frame (after ``since``) is :data:`QUIET_AFTER` old, or none came within
+    :data:`NO_AUDIO_WAIT` of it stopping. A reply's transcript is final when its last word
+    starts playing, so the checks need this to hear all of it."""
+    from fishtalk.workbench.agenttest.turns import BUSY_STATES
+
+    audio = session.reply_audio
+    if audio is None:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    stopped_at: float | None = None
+    while loop.time() < deadline and not session.state.ended:
+        now = time.monotonic()
+        if session.state.agent_state not in BUSY_STATES:
+            stopped_at = stopped_at or now
+            last = max(
+                (f.at for c in audio.replies() for f in c.frames if f.audible and f.at >= since),
+                default=None,
+            )
+            if last is not None and now - last >= QUIET_AFTER:
+                return
+            if last is None and now - stopped_at >= NO_AUDIO_WAIT:
+                return
+        else:
+            stopped_at = None
+        await asyncio.sleep(0.1)
+
+
+async def hear_replies(
+    reply_audio: ReplyAudio | None, replies: Sequence[ReplyToHear]
+) -> dict[int, HeardReply]:
+    """Each reply heard from its received audio, off the event loop (by window index)."""
+    clips = reply_audio.replies() if reply_audio is not None else []
+    return await asyncio.to_thread(_hear_all, clips, replies)
+
+
 def spoken_failures(expect: Expect, replies: Sequence[HeardReply]) -> list[tuple[str, str]]:
     """``(expected, seen)`` for each spoken expectation of ``expect`` that ``replies`` (a
-    turn's reply, or every reply of the session) do not meet."""
+    turn's reply, or every reply of the session) do not meet. No reply meets none."""
     failures: list[tuple[str, str]] = []
-    if not expect.checks_audio:
-        return failures
-    if not replies:
-        seen = "no agent reply to hear"
-        for key in ("spoken_contains", "audio_matches_text", "no_silent_replies"):
-            if getattr(expect, key) not in (None, False):
-                failures.append((_expected(expect, key), seen))
-        return failures
+    nothing = "no agent reply to hear"
 
     def heard(reply: HeardReply) -> str:
         label = f"{reply.where}: " if len(replies) > 1 else ""
@@ -150,17 +272,15 @@ def spoken_failures(expect: Expect, replies: Sequence[HeardReply]) -> list[tuple
 
     for phrase in expect.spoken_contains or ():
         if not any(r.says(phrase) for r in replies):
-            failures.append((f"the agent's audio says {phrase!r}", "; ".join(map(heard, replies))))
+            seen = "; ".join(map(heard, replies)) or nothing
+            failures.append((f"the agent's audio says {phrase!r}", seen))
     if expect.audio_matches_text is not None:
-        want = expect.audio_matches_text
+        want = f"the audio says at least {expect.audio_matches_text:.0%} of the reply's transcript"
         for r in replies:
-            if r.heard_nothing or r.share < want:
-                failures.append(
-                    (
-                        f"the audio says at least {want:.0%} of the reply's transcript",
-                        f"{heard(r)}; {r.share:.0%} of {r.transcript!r}",
-                    )
-                )
+            if r.heard_nothing or r.share < expect.audio_matches_text:
+                failures.append((want, f"{heard(r)}; {r.share:.0%} of {r.transcript!r}"))
+        if not replies:
+            failures.append((want, nothing))
     if expect.no_silent_replies:
         for r in replies:
             if r.heard_nothing and normalize(r.transcript):
@@ -170,12 +290,12 @@ def spoken_failures(expect: Expect, replies: Sequence[HeardReply]) -> list[tuple
     return failures
 
 
-def _expected(expect: Expect, key: str) -> str:
-    if key == "spoken_contains":
-        return f"the agent's audio says {expect.spoken_contains!r}"
-    if key == "audio_matches_text":
-        return f"the audio says at least {expect.audio_matches_text:.0%} of the reply's transcript"
-    return "no silent replies"
-
-
-__all__ = ["HeardMethod", "HeardReply", "hear", "spoken_failures"]
+__all__ = [
+    "HeardMethod",
+    "HeardReply",
+    "ReplyToHear",
+    "hear",
+    "hear_replies",
+    "reply_audio_settled",
+    "spoken_failures",
+]

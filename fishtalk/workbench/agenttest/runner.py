@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Final
 from fishtalk.core import conversation as conv
 from fishtalk.core.errors import ConfigError, FishtalkError, RunLimitError, TestFileError
 from fishtalk.workbench.agenttest.checks import check
+from fishtalk.workbench.agenttest.external import conversation, judged
 from fishtalk.workbench.agenttest.recording import (
     Recorder,
     Window,
     agent_lines,
+    agent_lines_by_id,
     agent_states,
     cut_short,
     time_to_first_text,
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from fishtalk.agent_session import AgentSession
     from fishtalk.engine.session import Timeouts
     from fishtalk.engine.tools.registry import ToolContext
+    from fishtalk.workbench.agenttest.listening import HeardReply
     from fishtalk.workbench.agenttest.wavmic import WavMicrophone
 
 _log = logging.getLogger(__name__)
@@ -121,7 +124,7 @@ async def run_test(
     declared = set(test.tools)
     mic: WavMicrophone | None = None
     clips: dict[tuple[str, str], bytes] = {}
-    if any(t.speak is not None for t in test.turns) or test.heard_budget:
+    if any(t.speak is not None for t in test.turns) or test.heard_budget or test.checks_audio:
         # Spoken turns need the WAV microphone; heard budgets need an audio path for the
         # agent's replies (the same backend: silence in, replies out to nowhere).
         from fishtalk.speech.tts import SynthesisError
@@ -158,6 +161,7 @@ async def run_test(
             client_tools=_fixtures(test),
             timeouts=target.timeouts,
             journal=target.journal,
+            reply_audio=test.checks_audio,
         )
     except FishtalkError as exc:
         return _errored(result, exc, started)
@@ -191,7 +195,7 @@ async def run_test(
                         )
                     )
             index = 0
-            async for turn, where in _all_turns(test, session, failures):
+            async for turn, where in conversation(test, session, failures):
                 index += 1
                 if windows:
                     windows[-1][2].end_index = len(recorder.events)
@@ -209,6 +213,12 @@ async def run_test(
                 except TurnAborted as exc:
                     failures.append(Failure(where, "the turn completes", str(exc)))
                     break
+                if test.checks_audio and turn.action in ("say", "speak", "listen"):
+                    from fishtalk.workbench.agenttest.listening import reply_audio_settled
+
+                    await reply_audio_settled(
+                        session, window.start_time, turn.timeout or test.timeout
+                    )
                 if session.state.ended and turn.action != "hangup":
                     if index < len(test.turns):
                         failures.append(
@@ -231,7 +241,7 @@ async def run_test(
         failures.append(Failure(windows[-1][1], "the turn completes", str(exc)))
     state = session.state
     if test.expect.judge is not None:
-        failures.extend(await _judged(test, state.transcript))
+        failures.extend(await judged(test, state.transcript))
     result.end_reason = state.end_reason
     result.journal = str(session.journal_path) if session.journal_path is not None else None
     result.transcript = [
@@ -250,6 +260,8 @@ async def run_test(
                 f"add [tools.{name}] with a result or an error",
             )
         )
+    heard_replies = await _hear(test, session, windows, recorder)
+    result.replies = list(heard_replies.values())
     for index, (turn, where, window) in enumerate(windows):
         events = recorder.window(window)
         since = window.sent_at or window.start_time
@@ -273,6 +285,7 @@ async def run_test(
                 first_text=first,
                 interrupted=cut_short(events),
                 heard=heard,
+                replies=[heard_replies[index]] if index in heard_replies else [],
             )
         )
     failures.extend(
@@ -288,6 +301,7 @@ async def run_test(
             latencies=result.first_text,
             interrupted=cut_short(recorder.events),
             heard=result.heard,
+            replies=result.replies,
             pooled=pooled,
         )
     )
@@ -297,74 +311,26 @@ async def run_test(
     return result
 
 
-async def _all_turns(
-    test: TestFile, session: AgentSession, failures: list[Failure]
-) -> AsyncIterator[tuple[Turn, str]]:
-    """The file's turns, then the caller's lines (each asked for when its turn comes) and
-    its hang-up; a caller that fails adds a failure and ends the conversation."""
-    for index, turn in enumerate(test.turns, start=1):
-        yield turn, f"turn {index} ({turn.describe()})"
-    if test.caller is None:
-        return
-    from fishtalk.workbench.agenttest.external import (
-        ExternalError,
-        caller_line,
-        run_external,
-        transcript_json,
-    )
+async def _hear(
+    test: TestFile,
+    session: AgentSession,
+    windows: Sequence[tuple[Turn, str, Window]],
+    recorder: Recorder,
+) -> dict[int, HeardReply]:
+    """Each reply's audio heard offline, by window index (only when a check needs it)."""
+    if not test.checks_audio:
+        return {}
+    from fishtalk.workbench.agenttest.listening import ReplyToHear, hear_replies
 
-    for number in range(1, test.caller_turns + 1):
-        where = f"caller turn {number}"
-        if session.state.ended:
-            return
-        payload: dict[str, JsonValue] = {
-            "test": test.name,
-            "turn": number,
-            "transcript": transcript_json(session.state.transcript),
-        }
-        try:
-            output = await run_external(
-                "caller",
-                test.caller,
-                payload,
-                cwd=Path(test.path).parent,
-                timeout=test.caller_timeout,
-            )
-            line = caller_line(output)
-        except ExternalError as exc:
-            failures.append(Failure(where, 'the caller answers a line or "hang up"', str(exc)))
-            return
-        turn = Turn(say=line) if line is not None else Turn(hangup=True)
-        yield turn, f"{where} ({turn.describe()})"
-        if line is None:
-            return
-
-
-async def _judged(test: TestFile, transcript: Sequence[conv.Segment]) -> list[Failure]:
-    """The judge's verdict on the session, as failures (none when it passes)."""
-    from fishtalk.workbench.agenttest.external import (
-        ExternalError,
-        run_external,
-        transcript_json,
-        verdict,
-    )
-
-    judge = test.expect.judge
-    assert judge is not None
-    expected = f"the judge passes the session on {judge.criteria!r}"
-    payload: dict[str, JsonValue] = {
-        "test": test.name,
-        "criteria": judge.criteria,
-        "transcript": transcript_json(transcript),
-    }
-    try:
-        output = await run_external(
-            "judge", judge.command, payload, cwd=Path(test.path).parent, timeout=judge.timeout
+    ends = [w.start_time for _, _, w in windows[1:]] + [None]
+    replies = [
+        ReplyToHear(
+            index, where, agent_lines_by_id(recorder.window(window)), window.start_time, end
         )
-        judged = verdict(output)
-    except ExternalError as exc:
-        return [Failure("session", expected, str(exc))]
-    return [] if judged.passed else [Failure("session", expected, f"judge: {judged.reason}")]
+        for index, ((turn, where, window), end) in enumerate(zip(windows, ends, strict=True))
+        if turn.action in ("say", "speak", "listen")
+    ]
+    return await hear_replies(session.reply_audio, replies)
 
 
 def _waterfalls(
