@@ -16,6 +16,7 @@ import pytest
 
 from fishtalk.cli.exits import exit_code_of
 from fishtalk.core.errors import TestFileError
+from fishtalk.engine.journal.reader import read_journal, summarize_journal
 from fishtalk.sim.fish.scenario import load_scenario
 from fishtalk.sim.runner import SimInfo, SimThread
 from fishtalk.speech import stt
@@ -24,6 +25,8 @@ from fishtalk.workbench.agenttest.listening import hear, spoken_failures
 from fishtalk.workbench.agenttest.results import TestResult
 from fishtalk.workbench.agenttest.runner import RunOptions, Target, run_test, run_tests
 from fishtalk.workbench.agenttest.spec import Expect, load_test, parse_test
+from fishtalk.workbench.journal.export import to_data, to_txt
+from fishtalk.workbench.journal.replay import states
 
 from .conftest import FILES, SCENARIOS, markers
 
@@ -140,7 +143,7 @@ def results(sim: SimInfo) -> Mapping[str, TestResult]:
 @pytest.mark.timeout(300)
 def test_a_spoken_round_trip(sim: SimInfo) -> None:
     test = load_test(SPOKEN / "pass" / "round_trip.toml")
-    target = Target(None, api_url=sim.api_url, api_key=sim.dev_key)
+    target = Target(None, api_url=sim.api_url, api_key=sim.dev_key, journal=True)
     # The sim's ears (pocketsphinx on espeak-ng's voice) can split a phrase on a loaded
     # host; then the file is run again, as a person would say it again. What is checked
     # after it was understood is not retried.
@@ -156,6 +159,17 @@ def test_a_spoken_round_trip(sim: SimInfo) -> None:
     assert heard["method"] == "align"
     assert "ten o'clock" in heard["heard_text"]
     assert result.heard[0].heard is not None  # heard latency measured for the spoken turn
+    # The journal records what was heard; export and replay show it.
+    assert result.journal is not None
+    journal = read_journal(Path(result.journal))
+    (record,) = [r for r in journal.records if r["type"] == "heard"]
+    assert (record["method"], record["heard_text"]) == ("align", heard["heard_text"])
+    summary = summarize_journal(journal)
+    assert f"audio said {heard['heard_text']!r} (alignment" in to_txt(summary)
+    (turn,) = [t for t in to_data(summary)["turns"] if t["heard"] is not None]
+    assert turn["heard"]["method"] == "align"
+    *_, (_, last) = states(journal)
+    assert any("audio said" in n.text for n in last.notices), last.notices
 
 
 @pytest.mark.webrtc

@@ -195,6 +195,11 @@ class Turn:
     heard: float | None = None
     """For an agent turn: the heard latency the client measured for the reply this line
     began (seconds; from its ``turn_latency`` record), when it has one."""
+    heard_text: str | None = None
+    """For the first line of a reply whose audio was heard offline (a ``heard`` record):
+    the words heard, with :attr:`heard_method` and :attr:`heard_confidence`."""
+    heard_method: str | None = None
+    heard_confidence: float | None = None
 
     @property
     def duration(self) -> float:
@@ -265,6 +270,7 @@ def summarize_journal(journal: Journal) -> JournalSummary:
     out = JournalSummary(journal)
     by_segment: dict[str, Turn] = {}
     tools: dict[str, ToolCall] = {}
+    heard_by_segment: dict[str, Mapping[str, Any]] = {}
     last_t = 0.0
     for rec in journal.records:
         t = _num(rec.get("t"), last_t)
@@ -288,6 +294,10 @@ def summarize_journal(journal: Journal) -> JournalSummary:
             call.approval = rec.get("approval")
             call.run_duration = _num(rec.get("duration"))
             call.end = call.end if call.end is not None else t
+        elif kind == "heard":
+            ids = rec.get("segment_ids")
+            if isinstance(ids, list) and ids:
+                heard_by_segment[str(ids[0])] = rec  # the reply's first line shows it
         elif kind == "end":
             out.end_reason = str(rec.get("reason") or "") or None
             out.end_message = rec.get("message") if isinstance(rec.get("message"), str) else None
@@ -307,6 +317,12 @@ def summarize_journal(journal: Journal) -> JournalSummary:
         for turn in out.turns:
             if turn.speaker == "agent" and turn.segment_id in heard:
                 turn.heard = heard.pop(turn.segment_id)
+    for turn in out.turns:
+        found = heard_by_segment.get(turn.segment_id)
+        if turn.speaker == "agent" and found is not None:
+            turn.heard_text = str(found.get("heard_text") or "")
+            turn.heard_method = str(found.get("method") or "")
+            turn.heard_confidence = _num(found.get("confidence"))
     out.tools = sorted(tools.values(), key=lambda call: call.start)
     for call in out.tools:
         index = None

@@ -19,10 +19,12 @@ or no audio at all, never passes a spoken expectation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
@@ -210,12 +212,33 @@ def _hear_all(clips: Sequence[ReplyClip], replies: Sequence[ReplyToHear]) -> dic
     return heard
 
 
-QUIET_AFTER: Final = 0.5
-"""Seconds without an audible agent frame after which a reply's audio has ended (longer
-than a pause between words)."""
-NO_AUDIO_WAIT: Final = 5.0
+QUIET_AUDIO: Final = 1.0
+"""Seconds of silent agent audio, received after its last audible frame, that end a
+reply's audio (counted in audio, not wall time: a stalled connection delivers nothing,
+and is waited for)."""
+NO_AUDIO_WAIT: Final = 8.0
 """Seconds after the agent stopped speaking that a reply with no audio yet may still get
 some (audio can lag its transcript and state by seconds on a loaded machine)."""
+
+
+def _silence_after_speech(audio: ReplyAudio, since: float) -> float | None:
+    """Seconds of silent audio received after the last audible frame since ``since``
+    (None: no audible frame yet)."""
+    frames = sorted(
+        (
+            (f.at, f.audible, len(f.data) / (2 * c.channels * c.sample_rate))
+            for c in audio.replies()
+            for f in c.frames
+            if f.at >= since
+        ),
+    )
+    quiet: float | None = None
+    for _, audible, seconds in frames:
+        if audible:
+            quiet = 0.0
+        elif quiet is not None:
+            quiet += seconds
+    return quiet
 
 
 async def reply_audio_settled(
@@ -223,10 +246,11 @@ async def reply_audio_settled(
     since: float,
     timeout: float,  # noqa: ASYNC109 - the turn's own bound
 ) -> None:
-    """Wait until the reply's audio has come in: the agent is done speaking and its last
-    audible frame (after ``since``) is :data:`QUIET_AFTER` old, or none came within
-    :data:`NO_AUDIO_WAIT` of it stopping. A reply's transcript is final when its last word
-    starts playing, so the checks need this to hear all of it."""
+    """Wait until the reply's audio has come in: the agent is done speaking and
+    :data:`QUIET_AUDIO` of silence has followed its last audible frame (after ``since``),
+    or no audible frame came within :data:`NO_AUDIO_WAIT` of it stopping. A reply's
+    transcript is final when its last word starts playing, so the checks need this to
+    hear all of it."""
     from fishtalk.workbench.agenttest.turns import BUSY_STATES
 
     audio = session.reply_audio
@@ -239,13 +263,10 @@ async def reply_audio_settled(
         now = time.monotonic()
         if session.state.agent_state not in BUSY_STATES:
             stopped_at = stopped_at or now
-            last = max(
-                (f.at for c in audio.replies() for f in c.frames if f.audible and f.at >= since),
-                default=None,
-            )
-            if last is not None and now - last >= QUIET_AFTER:
+            quiet = _silence_after_speech(audio, since)
+            if quiet is not None and quiet >= QUIET_AUDIO:
                 return
-            if last is None and now - stopped_at >= NO_AUDIO_WAIT:
+            if quiet is None and now - stopped_at >= NO_AUDIO_WAIT:
                 return
         else:
             stopped_at = None
@@ -258,6 +279,36 @@ async def hear_replies(
     """Each reply heard from its received audio, off the event loop (by window index)."""
     clips = reply_audio.replies() if reply_audio is not None else []
     return await asyncio.to_thread(_hear_all, clips, replies)
+
+
+def journal_heard(path: Path, replies: Sequence[HeardReply]) -> None:
+    """Add a ``heard`` record per reply to the session's (closed) journal, each at its
+    last line's time, so ``fishtalk export`` and ``replay`` show what the audio said. A
+    journal that cannot be read or written is left as it is (the report still has it)."""
+    from fishtalk.core.errors import JournalError
+    from fishtalk.engine.journal.reader import read_journal
+    from fishtalk.engine.journal.records import heard_record
+    from fishtalk.engine.journal.writer import append_records
+
+    try:
+        journal = read_journal(path)
+    except (OSError, JournalError):
+        return
+    last: dict[str, float] = {}
+    for rec in journal.records:
+        segment = rec.get("segment")
+        t = rec.get("t")
+        if rec.get("type") == "change" and isinstance(segment, dict) and isinstance(t, int | float):
+            last[str(segment.get("segment_id"))] = t
+    records = []
+    for reply in replies:
+        times = [last[i] for i in reply.segment_ids if i in last]
+        if times:
+            fields = reply.to_dict()
+            fields.pop("turn")
+            records.append(heard_record(max(times), fields))
+    with contextlib.suppress(OSError):
+        append_records(path, records)
 
 
 def spoken_failures(expect: Expect, replies: Sequence[HeardReply]) -> list[tuple[str, str]]:
@@ -296,6 +347,7 @@ __all__ = [
     "ReplyToHear",
     "hear",
     "hear_replies",
+    "journal_heard",
     "reply_audio_settled",
     "spoken_failures",
 ]

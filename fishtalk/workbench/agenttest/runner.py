@@ -262,6 +262,10 @@ async def run_test(
         )
     heard_replies = await _hear(test, session, windows, recorder)
     result.replies = list(heard_replies.values())
+    if result.replies and session.journal_path is not None:
+        from fishtalk.workbench.agenttest.listening import journal_heard
+
+        await asyncio.to_thread(journal_heard, session.journal_path, result.replies)
     for index, (turn, where, window) in enumerate(windows):
         events = recorder.window(window)
         since = window.sent_at or window.start_time

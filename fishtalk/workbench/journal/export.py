@@ -64,7 +64,17 @@ def _turn_note(turn: Turn) -> str:
         notes.append(f"answered after {turn.latency:.2f} s")
     if turn.heard is not None:
         notes.append(f"heard after {turn.heard:.2f} s")
+    if turn.heard_text is not None:
+        notes.append(heard_note(turn.heard_text, turn.heard_method, turn.heard_confidence))
     return f" ({', '.join(notes)})" if notes else ""
+
+
+def heard_note(text: str, method: str | None, confidence: float | None) -> str:
+    """What a reply's audio said, in a few words: ``audio said "..." (alignment, 0.93)``."""
+    if method == "none" or not text:
+        return "audio: heard nothing"
+    how = {"align": "alignment", "free": "free decoding"}.get(method or "", method or "?")
+    return f"audio said {text!r} ({how}, {confidence or 0.0:.2f})"
 
 
 def _tool_line(call: ToolCall) -> str:
@@ -178,6 +188,13 @@ def to_data(summary: JournalSummary) -> dict[str, Any]:
                     "latency": round(turn.latency, 3) if turn.latency is not None else None,
                 },
                 "tools": [c.call_id for c in summary.tools if c.turn == index],
+                "heard": None
+                if turn.heard_text is None
+                else {
+                    "text": turn.heard_text,
+                    "method": turn.heard_method,
+                    "confidence": turn.heard_confidence,
+                },
             }
         )
     return {
