@@ -31,6 +31,7 @@ from typing import Any, Final
 import numpy as np
 
 from fishtalk.core.errors import SpeechUnavailableError
+from fishtalk.speech.models import ModelPathError, UserModel
 from fishtalk.speech.pcm import STT_RATE, Pcm, convert
 from fishtalk.speech.recognition import Recognition, normalize
 
@@ -64,13 +65,32 @@ def load_check() -> None:
         raise SpeechUnavailableError("pocketsphinx", INSTALL_EXTRA)
 
 
-def load() -> Recognizer:
-    """A recogniser on the bundled en-US model (about 0.5 s of CPU to load)."""
+def load(model: UserModel | None = None) -> Recognizer:
+    """A recogniser on the bundled en-US model (about 0.5 s of CPU to load), or on the
+    user's own pocketsphinx ``model`` (:mod:`fishtalk.speech.models`).
+
+    A faster-whisper model raises :class:`SpeechUnavailableError` without its package and
+    :class:`~fishtalk.speech.models.ModelPathError` with it (hearing is pocketsphinx's:
+    its alignment is what the spoken checks rest on)."""
     try:
         pocketsphinx = importlib.import_module("pocketsphinx")
     except ImportError as exc:
         raise SpeechUnavailableError("pocketsphinx", INSTALL_EXTRA) from exc
-    return Recognizer(pocketsphinx.Decoder(samprate=STT_RATE, loglevel="FATAL"))
+    if model is None:
+        return Recognizer(pocketsphinx.Decoder(samprate=STT_RATE, loglevel="FATAL"))
+    model.require()
+    if model.kind != "pocketsphinx":
+        raise ModelPathError(
+            f"{model.path}: a {model.kind} model; fishtalk hears with pocketsphinx models "
+            "(its forced alignment is what the spoken checks rest on)"
+        )
+    paths = {"hmm": model.path, "dict": model.dictionary, "lm": model.language_model}
+    options = {key: str(value) for key, value in paths.items() if value is not None}
+    try:
+        decoder = pocketsphinx.Decoder(samprate=STT_RATE, loglevel="FATAL", **options)
+    except (RuntimeError, ValueError) as exc:
+        raise ModelPathError(f"{model.path}: pocketsphinx cannot load it ({exc})") from None
+    return Recognizer(decoder)
 
 
 @dataclass(frozen=True)

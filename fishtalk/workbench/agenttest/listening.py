@@ -140,20 +140,23 @@ def hear(
     return reply(free.text, "free", free.confidence)
 
 
-_shared: tuple[Recognizer, threading.Lock] | None = None
+_shared: dict[Path | None, tuple[Recognizer, threading.Lock]] = {}
 _shared_lock = threading.Lock()
 
 
-def _recognizer() -> tuple[Recognizer, threading.Lock]:
-    """One recogniser for the process (loading one costs about half a second of CPU),
-    with the lock that keeps it to one thread at a time."""
-    global _shared
+def _recognizer(model: Path | None) -> tuple[Recognizer, threading.Lock]:
+    """One recogniser per model for the process (loading one costs about half a second of
+    CPU), with the lock that keeps it to one thread at a time. ``model``: the user's own
+    pocketsphinx model folder (None: the bundled one)."""
     with _shared_lock:
-        if _shared is None:
+        found = _shared.get(model)
+        if found is None:
             from fishtalk.speech import stt
+            from fishtalk.speech.models import identify
 
-            _shared = (stt.load(), threading.Lock())
-        return _shared
+            loaded = stt.load(identify(model) if model is not None else None)
+            found = _shared[model] = (loaded, threading.Lock())
+        return found
 
 
 @dataclass(frozen=True)
@@ -194,8 +197,10 @@ def reply_samples(clips: Sequence[ReplyClip], reply: ReplyToHear) -> tuple[Pcm, 
     return pcm, rate
 
 
-def _hear_all(clips: Sequence[ReplyClip], replies: Sequence[ReplyToHear]) -> dict[int, HeardReply]:
-    recognizer, lock = _recognizer()
+def _hear_all(
+    clips: Sequence[ReplyClip], replies: Sequence[ReplyToHear], model: Path | None
+) -> dict[int, HeardReply]:
+    recognizer, lock = _recognizer(model)
     heard: dict[int, HeardReply] = {}
     for reply in replies:
         audio, rate = reply_samples(clips, reply)
@@ -274,11 +279,11 @@ async def reply_audio_settled(
 
 
 async def hear_replies(
-    reply_audio: ReplyAudio | None, replies: Sequence[ReplyToHear]
+    reply_audio: ReplyAudio | None, replies: Sequence[ReplyToHear], model: Path | None = None
 ) -> dict[int, HeardReply]:
     """Each reply heard from its received audio, off the event loop (by window index)."""
     clips = reply_audio.replies() if reply_audio is not None else []
-    return await asyncio.to_thread(_hear_all, clips, replies)
+    return await asyncio.to_thread(_hear_all, clips, replies, model)
 
 
 def journal_heard(path: Path, replies: Sequence[HeardReply]) -> None:

@@ -260,7 +260,10 @@ async def run_test(
                 f"add [tools.{name}] with a result or an error",
             )
         )
-    heard_replies = await _hear(test, session, windows, recorder)
+    try:
+        heard_replies = await _hear(test, session, windows, recorder)
+    except (FishtalkError, ValueError) as exc:  # the model went missing since the file loaded
+        return _errored(result, TestFileError(f"hearing the replies: {exc}"), started)
     result.replies = list(heard_replies.values())
     if result.replies and session.journal_path is not None:
         from fishtalk.workbench.agenttest.listening import journal_heard
@@ -334,7 +337,8 @@ async def _hear(
         for index, ((turn, where, window), end) in enumerate(zip(windows, ends, strict=True))
         if turn.action in ("say", "speak", "listen")
     ]
-    return await hear_replies(session.reply_audio, replies)
+    model = Path(test.path).parent / test.stt_model if test.stt_model is not None else None
+    return await hear_replies(session.reply_audio, replies, model)
 
 
 def _waterfalls(

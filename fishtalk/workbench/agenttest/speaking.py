@@ -82,6 +82,15 @@ def clip(speak: str, base: Path, voice: str = "") -> bytes:
     Raises :class:`WavError` for a bad WAV, and what :func:`synthesize` raises."""
     if is_wav_path(speak):
         return load_wav(base / speak.strip())
+    if voice.endswith(".onnx"):
+        from fishtalk.speech.models import identify
+        from fishtalk.speech.tts import SynthesisError
+
+        try:
+            identify(base / voice).require()  # without piper: one line naming the extra
+        except ValueError as exc:
+            raise SynthesisError(str(exc)) from None
+        raise SynthesisError("piper voices are recognised but not driven yet: use espeak-ng")
     return synthesize(speak, voice)
 
 

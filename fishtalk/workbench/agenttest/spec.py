@@ -333,7 +333,11 @@ class TestFile(_Model):
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
     text_only: bool = True
     voice: str = ""
-    """The espeak-ng voice of ``speak`` texts (empty: espeak-ng's default)."""
+    """The espeak-ng voice of ``speak`` texts (empty: espeak-ng's default); a ``.onnx``
+    path is a piper voice (needs the ``piper`` extra)."""
+    stt_model: str | None = Field(default=None, min_length=1)
+    """Your own pocketsphinx model folder (relative to the test file) for hearing the
+    agent's replies, instead of the bundled one (:mod:`fishtalk.speech.models`)."""
     greets: bool = True
     """The agent says something first: when the first turn is not ``listen``, the runner
     takes that line before it (so a ``say`` turn's reply is never the greeting)."""
@@ -476,6 +480,8 @@ def load_test(path: str | Path) -> TestFile:
         from fishtalk.speech import stt
 
         stt.load_check()
+    if test.stt_model is not None:
+        _check_model(test, path, text)
     for index, turn in enumerate(test.turns):
         if turn.speak is not None:
             # Read each WAV and synthesise (into the cache) each text now: a bad one is
@@ -495,6 +501,25 @@ def load_test(path: str | Path) -> TestFile:
                 )
                 raise TestFileError(f"{where}: turns[{index + 1}].{key}: {detail}") from None
     return test
+
+
+def _check_model(test: TestFile, path: Path, text: str) -> None:
+    """The file's ``stt_model`` is a pocketsphinx model whose package is installed."""
+    from fishtalk.speech.models import ModelPathError, identify
+
+    line = _line_of(text, ("stt_model",))
+    where = f"{path}:{line}" if line else str(path)
+    assert test.stt_model is not None
+    try:
+        model = identify(path.parent / test.stt_model)
+    except ModelPathError as exc:
+        raise TestFileError(f"{where}: stt_model: {exc}") from None
+    model.require()  # SpeechUnavailableError: one line naming the extra (exit 2)
+    if model.kind != "pocketsphinx":
+        raise TestFileError(
+            f"{where}: stt_model: a {model.kind} model; fishtalk hears with pocketsphinx "
+            "models (its forced alignment is what the spoken checks rest on)"
+        )
 
 
 STARTER: Final = """\

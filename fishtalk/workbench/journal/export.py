@@ -188,15 +188,15 @@ def to_data(summary: JournalSummary) -> dict[str, Any]:
                     "latency": round(turn.latency, 3) if turn.latency is not None else None,
                 },
                 "tools": [c.call_id for c in summary.tools if c.turn == index],
-                "heard": None
-                if turn.heard_text is None
-                else {
-                    "text": turn.heard_text,
-                    "method": turn.heard_method,
-                    "confidence": turn.heard_confidence,
-                },
             }
         )
+        if turn.heard_text is not None:
+            # Only in journals `fishtalk test` heard: other exports stay as they were.
+            turns[-1]["heard"] = {
+                "text": turn.heard_text,
+                "method": turn.heard_method,
+                "confidence": turn.heard_confidence,
+            }
     return {
         "journal_id": journal.journal_id,
         "session_id": journal.session_id,
