@@ -18,7 +18,7 @@ from fishtalk.cli.exits import exit_code_of
 from fishtalk.core.errors import TestFileError
 from fishtalk.engine.journal.reader import read_journal, summarize_journal
 from fishtalk.sim.fish.scenario import load_scenario
-from fishtalk.sim.runner import SimInfo, SimThread
+from fishtalk.sim.runner import SimInfo
 from fishtalk.speech import stt
 from fishtalk.speech.tts import Espeak
 from fishtalk.workbench.agenttest.listening import hear, spoken_failures
@@ -28,7 +28,7 @@ from fishtalk.workbench.agenttest.spec import Expect, load_test, parse_test
 from fishtalk.workbench.journal.export import to_data, to_txt
 from fishtalk.workbench.journal.replay import states
 
-from .conftest import FILES, SCENARIOS, markers
+from .conftest import FILES, SCENARIOS, markers, sim_playing
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs espeak-ng (apt)"),
@@ -122,13 +122,8 @@ def test_spoken_expectations_need_audio_replies() -> None:
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimInfo]:
     names = ("listener", "drift", "mute")
-    scenarios = {name: load_scenario(SCENARIOS / f"{name}.toml") for name in names}
-    thread = SimThread(scenarios["listener"], scenarios=scenarios)
-    info = thread.start()
-    try:
+    with sim_playing({name: load_scenario(SCENARIOS / f"{name}.toml") for name in names}) as info:
         yield info
-    finally:
-        thread.stop()
 
 
 @pytest.fixture(scope="module")
