@@ -67,7 +67,7 @@ async def _senders(
     session = Session(_grant(ws_url, tokens["user-session"], "user-session"), spoken=False)
     ready = asyncio.Event()
     session.add_listener(
-        lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
+        lambda s, _e: ready.set() if s.status == "connected" and s.agent_ready else None
     )
     run = asyncio.ensure_future(session.run())
     await asyncio.wait_for(ready.wait(), 20)
@@ -170,6 +170,10 @@ def main() -> None:
         "from fishtalk import AgentSession": _import_ms("from fishtalk import AgentSession"),
     }
     print("## agent_session")
+    print(
+        "<!-- lead: A typed turn through `AgentSession.send_text` against `Session.send_text` "
+        "and bare `publish_data`, until the agent receives it. -->"
+    )
     print()
     for results, label in ((one, "sim in the same process"), (apart, "sim in its own process")):
         api, engine = (statistics.median(results[sender]) for sender in SENDERS[:2])

@@ -106,6 +106,10 @@ def main() -> None:
                 f"| {cpu / wall:.0%} | {_p50(out_text)} |"
             )
     print("## fishtalk test under load\n")
+    print(
+        "<!-- lead: `fishtalk test --repeat N --concurrency N` of a one-turn file: wall, CPU "
+        "per session and first-text latency as N grows. -->"
+    )
     one, most = busy[min(busy)][2], busy[max(busy)][2]
     print(
         f"<!-- summary: `fishtalk test`, first text p50 at {max(busy)} sessions (separate sim) "

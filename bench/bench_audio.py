@@ -540,6 +540,8 @@ async def main(seconds: float, rounds: int, round_seconds: float) -> str:
     vad_silent, vad_voiced, audible = vad_cost()
     lines = [
         "## Audio path (virtual PulseAudio devices)",
+        "<!-- lead: CPU of the audio path (mic capture and agent playback on virtual PulseAudio "
+        "devices), APM off and on, against a bare duplex stream and the APM's own floor. -->",
         "",
         f"{seconds:.0f} s duplex per run: capture from the virtual mic and play real-time 10 ms "
         "agent frames, 48 kHz mono, 10 ms device blocks. CPU = this process's user+system "

@@ -197,6 +197,10 @@ async def main(runs: int) -> None:
         "reply_audio": "typed turn -> first reply audio",
     }
     print("## Browser (livekit-client) and Python SDK against the sim")
+    print(
+        "<!-- lead: A typed turn to the first reply audio, in headless Chromium "
+        "(livekit-client) and in the Python SDK, against the sim. -->"
+    )
     print()
     ours = statistics.median(r["reply_audio"] for r in python)
     peer = statistics.median(r["reply_audio"] for r in browser)

@@ -55,7 +55,7 @@ async def _session(server: SimServer, identity: str) -> tuple[Session, asyncio.F
     session = Session(grant, spoken=False)
     ready = asyncio.Event()
     session.add_listener(
-        lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
+        lambda s, _e: ready.set() if s.status == "connected" and s.agent_ready else None
     )
     run: asyncio.Future[object] = asyncio.ensure_future(session.run())
     await asyncio.wait_for(ready.wait(), 20)
@@ -89,7 +89,7 @@ async def _measure(directory: Path) -> tuple[dict[str, list[float]], JournalWrit
         journaled.add_observer(writer.observe)
         ready = asyncio.Event()
         journaled.add_listener(
-            lambda s: ready.set() if s.status == "connected" and s.agent_ready else None
+            lambda s, _e: ready.set() if s.status == "connected" and s.agent_ready else None
         )
         journal_run = asyncio.ensure_future(journaled.run())
         await asyncio.wait_for(ready.wait(), 20)
@@ -135,6 +135,10 @@ def main() -> None:
         size = (Path(tmp) / "bench.jsonl").stat().st_size
     bare_med = statistics.median(results["bare"])
     print("## journal")
+    print(
+        "<!-- lead: A typed turn with a journal attached against one without, and bare "
+        "`publish_data`. -->"
+    )
     print()
     journal_ms = statistics.median(results["journal"])
     plain_ms = statistics.median(results["plain"])

@@ -241,6 +241,8 @@ async def main(thinks: Sequence[float], turns: int, spoken: int, va: VirtualAudi
     injected = first_row.think + first_row.before_think
     lines = [
         "## Heard latency (sim agent, virtual devices)",
+        "<!-- lead: Heard latency of typed and spoken turns through the virtual speaker and mic, "
+        "against the think time injected into the sim agent. -->",
         "",
         f"<!-- summary: heard p50, {first_row.label} turn, think {first_row.think * 1000:.0f} ms "
         f"| {_ms(_p(first_row.values(lambda t: t.heard), 0.5))} ms | injected "

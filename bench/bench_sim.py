@@ -218,6 +218,10 @@ async def bench_audio_cpu(server: _RemoteServer, seconds: float) -> dict[str, fl
 
 async def main(args: argparse.Namespace) -> None:
     async with SimServer() as server:
+        print(  # run.py lifts this out of the section's code block
+            "<!-- lead: The sim's LiveKit server with real SDK clients: connect time, data round "
+            "trip, audio onset and the server's CPU per relayed track. -->"
+        )
         connects = await bench_connect(server, args.connects)
         print(
             f"connect: n={len(connects)} median={statistics.median(connects) * 1000:.0f} ms "

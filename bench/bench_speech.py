@@ -94,7 +94,23 @@ def main() -> None:
         turn_cpu.append(time.process_time() - start)
     tts_child = _children_cpu()
 
-    print("## Offline speech (bench/bench_speech.py)\n")
+    print("## Offline speech")
+    print(
+        "<!-- lead: Real-time factors of offline STT (pocketsphinx grammar, alignment, free "
+        "decoding) and TTS (espeak-ng) on one core, and the sim's CPU per spoken turn. -->"
+    )
+    worst = {k: max(row[i] for row in rows) for i, k in enumerate(("g", "a", "f", "t16"), 2)}
+    for label, key, goal in (
+        ("STT grammar search, worst utterance (CPU per audio second)", "g", "≤0.5x"),
+        ("STT alignment of a known text, worst utterance", "a", "≤0.5x"),
+        ("STT free decoding, worst utterance", "f", "≤0.5x"),
+        ("TTS espeak-ng 16 kHz, worst utterance (wall per audio second)", "t16", "≤0.2x"),
+    ):
+        print(f"<!-- summary: {label} | {worst[key]:.3f}x | real time 1x | – | {goal} -->")
+    print(
+        f"<!-- summary: sim CPU per spoken turn (1.3 s) | "
+        f"{statistics.median(turn_cpu) * 1000:.0f} ms | – | – | – -->\n"
+    )
     print(f"One core ({pinned}); espeak-ng en-us at 165 wpm; medians of {RUNS} runs.")
     print(f"pocketsphinx model load: {load_cpu:.2f} s CPU, once per process.\n")
     print("| utterance | audio s | STT grammar | STT align | STT free | TTS 16k | TTS 48k |")

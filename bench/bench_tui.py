@@ -55,8 +55,9 @@ class JournaledSession(ScriptedSession):
         """Reduce each input, observed before and after."""
         for inp in inputs:
             self._observer(inp)
+            previous = self.state
             super().feed(inp)
-            self._observer(Reduced(self.state, inp.at))
+            self._observer(Reduced(self.state, inp.at, c.changes(previous, self.state)))
         return self.state
 
 
@@ -252,6 +253,9 @@ async def main(quick: bool, sizes_arg: str | None, only_big: bool) -> None:
         sizes = tuple(int(n) for n in sizes_arg.split(","))
     big = [(n, await bench_big(n)) for n in sizes]
     print("## TUI (headless, scripted driver)\n")
+    print(
+        "<!-- lead: Frames per second the TUI draws while the agent streams as fast as it can. -->"
+    )
     if streaming is not None:
         cap = FishtalkApp.RENDER_HZ
         print(

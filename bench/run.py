@@ -1,19 +1,22 @@
-"""Run every ``bench/bench_*.py`` and write their sections into BENCHMARKS.md.
+"""Run every ``bench/bench_*.py``: each one's full section into ``bench/results/NAME.md``, and
+BENCHMARKS.md, which reads in one screen, from them.
 
 Each benchmark is a standalone script that prints one markdown section (starting with a
 ``## `` heading) to stdout and exits 0. This runner only discovers, runs and collects them;
 it knows nothing about what they measure. A section names its headline figures in lines
-``<!-- summary: metric | fishtalk | floor or peer | ratio | goal -->`` (invisible in the
-rendered page); the runner gathers them, on every run, into the summary table at the top,
-with the command that reproduces each.
+``<!-- summary: metric | fishtalk | floor or peer | ratio | goal -->`` and what it measures
+in one line ``<!-- lead: ... -->`` (both invisible in the rendered page; without a lead line
+the first sentence of its first paragraph is used). BENCHMARKS.md is the summary table
+(every section's summary lines, with the command that reproduces each) and one short
+paragraph per benchmark (its lead, linked to its full section).
 
 Benchmarks that use WebRTC need the private network namespace, so run the whole thing as::
 
     .venv/bin/python -m fishtalk.sim.netns -- .venv/bin/python bench/run.py
 
-Options: ``--only NAME`` (repeatable; ``sim`` or ``bench_sim``) runs a subset and replaces
-only those sections in an existing BENCHMARKS.md; ``--output PATH``; ``--timeout SECONDS``
-per benchmark; ``--list``.
+Options: ``--only NAME`` (repeatable; ``sim`` or ``bench_sim``) runs a subset and keeps the
+other benchmarks' results; ``--output PATH`` (BENCHMARKS.md; the results folder sits in
+``bench/results`` beside the scripts); ``--timeout SECONDS`` per benchmark; ``--list``.
 """
 
 from __future__ import annotations
@@ -32,22 +35,18 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 DEFAULT_OUTPUT = ROOT / "BENCHMARKS.md"
+RESULTS_DIR = BENCH_DIR / "results"
 HEADER = """# Benchmarks
 
-Written by `bench/run.py`; each section below by one `bench/bench_*.py` script, the table
-from the sections' summary lines. Reproduce a row with its command, under the network
-namespace the WebRTC benchmarks need:
+Written by `bench/run.py` from the `bench/bench_*.py` scripts; each script's full section,
+with its tables and method, is in `bench/results/`. Reproduce a row with its command, under
+the network namespace the WebRTC benchmarks need:
 `.venv/bin/python -m fishtalk.sim.netns -- .venv/bin/python bench/run.py --only NAME`.
-One machine, one run: compare the ratios (each against a floor measured in the same run,
-interleaved with it), not the absolute figures. How a figure moved is told in the commit
-that moved it.
+Compare ratios (each against a floor measured in the same run, interleaved with it), not
+absolute figures. How a figure moved is told in the commit that moved it.
 """
-_BEGIN = "<!-- bench:{name} -->"
-_END = "<!-- /bench:{name} -->"
-_SECTION_RE = re.compile(
-    r"<!-- bench:(?P<name>[\w-]+) -->\n(?P<body>.*?)<!-- /bench:(?P=name) -->\n?", re.S
-)
 _SUMMARY_RE = re.compile(r"^<!-- summary: (?P<row>.*?) -->$", re.M)
+_LEAD_RE = re.compile(r"^<!-- lead: (?P<lead>.*?) -->$", re.M)
 SUMMARY_COLUMNS = ("metric", "fishtalk", "floor or peer", "ratio", "goal")
 
 
@@ -98,9 +97,12 @@ def run_one(path: Path, timeout: float) -> Result:
         return Result(name, note, False, elapsed)
     if not out.startswith("#"):
         # A script that printed bare lines still gets a heading (and a code block, so its
-        # lines are not merged into one paragraph); its summary lines stay outside it.
-        summary = "".join(m.group(0) + "\n" for m in _SUMMARY_RE.finditer(out))
-        lines = "\n".join(line for line in out.splitlines() if not _SUMMARY_RE.match(line))
+        # lines are not merged into one paragraph); its summary and lead lines stay outside.
+        lifted = [
+            line for line in out.splitlines() if _SUMMARY_RE.match(line) or _LEAD_RE.match(line)
+        ]
+        summary = "".join(line + "\n" for line in lifted)
+        lines = "\n".join(line for line in out.splitlines() if line not in lifted)
         out = f"## {name}\n\n" + (f"{summary}\n" if summary else "") + f"```\n{lines}\n```"
     return Result(name, out + "\n", True, elapsed)
 
@@ -109,13 +111,12 @@ def _machine() -> str:
     cpus = os.cpu_count() or 0
     return (
         f"Machine: {platform.system()} {platform.release()}, {cpus} CPUs, "
-        f"Python {platform.python_version()}. "
-        f"Run at {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}."
+        f"Python {platform.python_version()}."
     )
 
 
-def _wrap(result: Result) -> str:
-    return f"{_BEGIN.format(name=result.name)}\n{result.section}{_END.format(name=result.name)}\n"
+def _when() -> str:
+    return f"Run at {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}."
 
 
 def summary_rows(name: str, section: str) -> list[list[str]]:
@@ -138,24 +139,59 @@ def summary_table(sections: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(results: list[Result], existing: str | None, *, full: bool = False) -> str:
-    """The new BENCHMARKS.md text. A partial run keeps the sections of benchmarks that were
-    not re-run; a full run drops them. Either way, hand-written sections (a name no
-    ``bench_*.py`` script has) are kept, first; the summary table is rebuilt from all."""
-    scripts = {_name(path) for path in discover()}
-    kept: dict[str, str] = {}
-    if existing:
-        for match in _SECTION_RE.finditer(existing):
-            name = match.group("name")
-            if name != "summary" and (not full or name not in scripts):
-                kept[name] = match.group(0)
+def lead(section: str) -> str:
+    """What a section measures, in one line: its lead line, else its first sentence."""
+    match = _LEAD_RE.search(section)
+    if match:
+        return match.group("lead").strip()
+    for paragraph in section.split("\n\n"):
+        text = " ".join(paragraph.split())
+        if text and not text.startswith(("#", "<!--", "|", "```")):
+            sentence, dot, _ = text.partition(". ")
+            return sentence + (dot.strip() or "")
+    return "(no description)"
+
+
+def _title(section: str, name: str) -> str:
+    first = section.lstrip().splitlines()[0] if section.strip() else ""
+    return first.removeprefix("## ").strip() if first.startswith("## ") else name
+
+
+def render(sections: dict[str, str], machine: str) -> str:
+    """BENCHMARKS.md from every benchmark's full section, in name order."""
+    body = [
+        HEADER,
+        machine,
+        "",
+        summary_table(sections),
+        "## What each benchmark measures",
+        "",
+    ]
+    for name, section in sections.items():
+        body.append(f"- [{_title(section, name)}](bench/results/{name}.md): {lead(section)}")
+    return "\n".join(body) + "\n"
+
+
+def read_results(results_dir: Path) -> dict[str, str]:
+    """Every stored section, by benchmark name."""
+    return {
+        path.stem: path.read_text(encoding="utf-8") for path in sorted(results_dir.glob("*.md"))
+    }
+
+
+def store(results: list[Result], results_dir: Path, stamp: str, *, full: bool) -> None:
+    """Write each result's section (stamped with the machine and time it ran) into the
+    results folder.
+    A full run also drops the results of benchmarks that no longer have a script."""
+    results_dir.mkdir(parents=True, exist_ok=True)
     for result in results:
-        kept[result.name] = _wrap(result)
-    order = sorted(kept, key=lambda name: (name in scripts, name))
-    sections = {name: kept[name] for name in order}
-    summary = _wrap(Result("summary", summary_table(sections), True, 0.0))
-    body = "\n".join(sections.values())
-    return f"{HEADER}\n{_machine()}\n\n{summary}\n{body}"
+        section = result.section.rstrip("\n") + "\n"
+        (results_dir / f"{result.name}.md").write_text(f"{section}\n{stamp}\n", "utf-8")
+    if full:
+        scripts = {_name(path) for path in discover()}
+        for path in results_dir.glob("*.md"):
+            if path.stem not in scripts:
+                path.unlink()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,11 +224,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {status} in {result.seconds:.1f} s", file=sys.stderr, flush=True)
         results.append(result)
 
-    existing = args.output.read_text(encoding="utf-8") if args.output.exists() else None
-    # A partial run keeps the other sections; a full run keeps only the hand-written ones.
-    text = render(results, existing, full=not wanted)
+    machine = _machine()
+    store(results, RESULTS_DIR, f"{machine} {_when()}", full=not wanted)
+    text = render(read_results(RESULTS_DIR), f"{machine} Each result says when it ran.")
     args.output.write_text(text, encoding="utf-8")
-    print(f"wrote {args.output}", file=sys.stderr)
+    print(f"wrote {args.output} and {RESULTS_DIR.relative_to(ROOT)}/", file=sys.stderr)
     return 0 if all(r.ok for r in results) else 1
 
 

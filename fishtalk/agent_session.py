@@ -29,10 +29,9 @@ import asyncio
 import logging
 import os
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 
 from fishtalk.core import conversation as conv
@@ -270,12 +269,7 @@ class AgentSession:
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     async def start(self) -> None:
@@ -515,7 +509,7 @@ class AgentSession:
             raise _end_error(self.end_result, event.reason)
         return event
 
-    async def wait_for_reply(self, timeout: float | None = None) -> conv.Segment:  # noqa: ASYNC109
+    async def wait_for_reply(self, timeout: float | None = None) -> conv.Segment:  # noqa: ASYNC109 - public API, as wait_for's
         """The agent's reply to your last turn (typed or spoken), once complete: never
         the greeting (also when it finishes after you sent), never a reply to an earlier
         turn. It is complete when the agent, having said at least one line that answers
@@ -546,7 +540,7 @@ class AgentSession:
             await self.send_text(text, audio=audio)
             return await self.wait_for_reply()
 
-    async def wait_for_line(self, timeout: float | None = None) -> conv.Segment:  # noqa: ASYNC109
+    async def wait_for_line(self, timeout: float | None = None) -> conv.Segment:  # noqa: ASYNC109 - public API, as wait_for's
         """The agent's next complete line, whatever it answers: the first one finished
         since your last :meth:`send_text` that no earlier call returned, the greeting
         included (``fishtalk test`` counts lines so). Raises like :meth:`wait_for`."""
@@ -557,9 +551,7 @@ class AgentSession:
 
     # --- dispatch ----------------------------------------------------------------------
 
-    def _on_state(self, state: conv.State) -> None:
-        previous, self._previous = self._previous, state
-        events = conv.changes(previous, state)
+    def _on_state(self, state: conv.State, events: Sequence[conv.Change]) -> None:
         self._answers.observe(state, events)
         for event in events:
             self._dispatch(event)

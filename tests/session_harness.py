@@ -55,7 +55,7 @@ async def until(
         return session.state
     hit = asyncio.Event()
 
-    def check(state: State) -> None:
+    def check(state: State, _events: object) -> None:
         if predicate(state):
             hit.set()
 

@@ -26,12 +26,8 @@ from fishtalk.sim.livekit.server import ParticipantKindName, SimServer
 @pytest.fixture
 async def sim_server() -> AsyncIterator[SimServer]:
     """A started SimServer on 127.0.0.1 (random port), stopped after the test."""
-    server = SimServer()
-    await server.start()
-    try:
+    async with SimServer() as server:
         yield server
-    finally:
-        await server.stop()
 
 
 @pytest.fixture

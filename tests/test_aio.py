@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import threading
 
 import pytest
+from support.child import run_python
 
 from fishtalk.engine.aio import TaskSet, in_daemon_thread
 
@@ -104,13 +103,7 @@ print("exiting")
 def test_a_wedged_audio_stream_keeps_portaudio_from_terminating_at_exit(
     wedged: int, terminated: bool
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _EXIT_PROBE, str(wedged)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_python(_EXIT_PROBE, str(wedged), timeout=60)
     assert done.returncode == 0, done.stderr
     expected = ["exiting", "Pa_Terminate"] if terminated else ["exiting"]
     assert done.stdout.split() == expected

@@ -7,11 +7,9 @@ import pulled in by anything else in the test process cannot hide a violation.
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
-import sys
 
 import pytest
+from support.child import loaded_modules
 
 REQUIRED = (
     "fishtalk.core.protocol",
@@ -24,24 +22,6 @@ OPTIONAL = ("fishtalk.core.conversation", "fishtalk.engine.tools")
 FORBIDDEN = ("textual", "livekit", "numpy", "sounddevice")
 NO_ASYNCIO_REQUIRED = ("fishtalk.core.protocol",)
 NO_ASYNCIO_OPTIONAL = ("fishtalk.core.conversation",)
-
-_PROBE = """
-import importlib, json, sys
-importlib.import_module(sys.argv[1])
-print(json.dumps(sorted(sys.modules)))
-"""
-
-
-def loaded_modules(module: str) -> set[str]:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, module],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, f"importing {module} failed:\n{done.stderr}"
-    return set(json.loads(done.stdout))
 
 
 def present(modules: tuple[str, ...]) -> list[str]:

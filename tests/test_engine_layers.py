@@ -4,33 +4,12 @@ sim nor the line mode, and the scripted session (support) no pytest."""
 from __future__ import annotations
 
 import ast
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.child import loaded_modules as loaded
 
 PACKAGE = Path(__file__).resolve().parents[1] / "fishtalk"
-
-_PROBE = """
-import importlib, json, sys
-importlib.import_module(sys.argv[1])
-print(json.dumps(sorted(sys.modules)))
-"""
-
-
-def loaded(module: str) -> set[str]:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, module],
-        cwd=Path(__file__).parent,  # tests/support is importable from here
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout))
 
 
 def imported_names(path: Path) -> set[str]:

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from support.child import env_without_fish, run_python
 
 pytestmark = pytest.mark.webrtc
 
@@ -78,15 +76,8 @@ _PROBE = textwrap.dedent(
 
 
 def test_the_demo_draws_before_the_sim_is_imported() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FISH_", "FISHTALK_"))}
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
+    env = env_without_fish()
+    done = run_python(_PROBE, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["drawn_before_sim"] is True
@@ -174,15 +165,8 @@ _BEFORE_FRAME_PROBE = textwrap.dedent(
 def test_the_built_in_demo_is_parsed_behind_the_first_frame() -> None:
     """Nothing of the sim package (not even the scenario parser) and no protocol model's
     validator is built before the first frame of the built-in demo."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FISH_", "FISHTALK_"))}
-    done = subprocess.run(
-        [sys.executable, "-c", _BEFORE_FRAME_PROBE],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
+    env = env_without_fish()
+    done = run_python(_BEFORE_FRAME_PROBE, timeout=60, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report == {

@@ -8,8 +8,9 @@ closed, and we look at what reaches stderr.
 from __future__ import annotations
 
 import subprocess
-import sys
 import textwrap
+
+from support.child import run_python
 
 DROP_UNKNOWN_HANDLE = """
     import gc
@@ -31,9 +32,7 @@ DROP_UNKNOWN_HANDLE = """
 
 def _run(install: str) -> subprocess.CompletedProcess[str]:
     code = textwrap.dedent(DROP_UNKNOWN_HANDLE).format(install=install)
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
+    return run_python(code, timeout=60)
 
 
 def test_without_the_hook_python_prints_the_sdk_assertion() -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+from support.child import run_python
 
 _CHILD = textwrap.dedent(
     """
@@ -33,14 +34,7 @@ _CHILD = textwrap.dedent(
 def _run(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
     state = tmp_path / "state"
     env = {**os.environ, "XDG_STATE_HOME": str(state)}
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=env,
-        check=False,
-    )
+    done = run_python(_CHILD, timeout=30, env=env)
     return done, state
 
 
@@ -66,14 +60,7 @@ def test_the_log_is_appended_across_runs(tmp_path: Path) -> None:
 def test_an_unwritable_log_dir_redirects_nothing(tmp_path: Path) -> None:
     blocker = tmp_path / "state"
     blocker.write_text("a file where the directory should be", "utf-8")
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env={**os.environ, "XDG_STATE_HOME": str(blocker)},
-        check=False,
-    )
+    done = run_python(_CHILD, timeout=30, env={**os.environ, "XDG_STATE_HOME": str(blocker)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "None"
     assert "native chatter" in done.stderr

@@ -7,8 +7,8 @@ is imported in one fresh interpreter, then ``sys.modules`` is inspected.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+
+from support.child import run_python
 
 _PROBE = """
 import importlib, json, pkgutil, sys
@@ -27,13 +27,7 @@ TEST_HARNESSES = ("pytest", "_pytest", "pluggy", "hypothesis")
 
 
 def test_no_fishtalk_module_imports_pytest() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_python(_PROBE, timeout=120)
     assert done.returncode == 0, f"importing every fishtalk module failed:\n{done.stderr}"
     result = json.loads(done.stdout)
     imported = set(result["imported"])

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import quiet_livekit
+from support.child import run_child, run_python
 
 TESTS = Path(__file__).resolve().parent
 LINE = "Attempted to drop unknown FFI handle"
@@ -55,14 +56,7 @@ DROP_UNKNOWN_HANDLE = """
 def _run(install: str) -> subprocess.CompletedProcess[str]:
     code = textwrap.dedent(DROP_UNKNOWN_HANDLE).format(install=install)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), *sys.path]))
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
+    return run_python(code, timeout=60, env=env)
 
 
 def _others_present(stderr: str) -> None:
@@ -128,14 +122,11 @@ def _pytest_run(tmp_path: Path, *plugin: str) -> str:
     (tmp_path / "test_noise.py").write_text(textwrap.dedent(A_TEST_RUN), "utf-8")
     (tmp_path / "conftest.py").write_text(textwrap.dedent(AFTER_THE_SUMMARY), "utf-8")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), *sys.path]))
-    done = subprocess.run(
+    done = run_child(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "test_noise.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=120,
-        check=False,
         env=env,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout

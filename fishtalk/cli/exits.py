@@ -65,6 +65,7 @@ EXIT_INTERRUPTED: Final = 130
 
 EXIT_BY_END_REASON: Final[Mapping[str, int]] = {
     "user_hangup": EXIT_OK,
+    "interrupted": EXIT_INTERRUPTED,
     "agent_hangup": EXIT_OK,
     "conversation_timeout": EXIT_OK,
     "escalated": EXIT_OK,

@@ -1,8 +1,11 @@
 """The options several commands share: connection, session overrides, audio and journal."""
 
+import functools
+import inspect
 import json
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -14,9 +17,10 @@ from fishtalk.cli.completion import (
     complete_profiles,
 )
 from fishtalk.cli.exits import EXIT_USAGE
-from fishtalk.cli.shared import fail
+from fishtalk.cli.shared import fail, load, resolve_agent
 
 if TYPE_CHECKING:
+    from fishtalk.cli.settings import Settings
     from fishtalk.engine.metrics import MetricsFile
 
 
@@ -77,111 +81,68 @@ MetricsJsonOption = Annotated[
 ]
 
 
-def metrics_file(path: Path | None) -> "MetricsFile | None":
-    """Open the ``--metrics-json`` file before the call starts (a bad path: exit 2)."""
-    if path is None:
-        return None
-    from fishtalk.engine.metrics import MetricsFile
-
-    try:
-        return MetricsFile.open(path)
-    except OSError as exc:
-        fail(f"cannot write metrics to {path}: {exc.strerror or exc}", EXIT_USAGE)
-
-
 # Session overrides: what the session API accepts and the config can set ([session]).
-LanguageOption = Annotated[
-    str | None,
-    typer.Option(
-        "--language", metavar="LANG", help="Language override, e.g. en (session.language)."
+def _text_option(flag: str, metavar: str, help: str) -> Any:
+    return Annotated[str | None, typer.Option(flag, metavar=metavar, help=help)]
+
+
+def _switch_option(flag: str, help: str) -> Any:
+    return Annotated[
+        bool | None, typer.Option(f"{flag}/--no-{flag[2:]}", help=help, show_default=False)
+    ]
+
+
+_SESSION_OPTIONS: Final[dict[str, Any]] = {
+    "language": _text_option(
+        "--language", "LANG", "Language override, e.g. en (session.language)."
     ),
-]
-TimezoneOption = Annotated[
-    str | None,
-    typer.Option(
-        "--timezone", metavar="TZ", help="IANA time zone, e.g. Europe/Berlin (session.timezone)."
+    "timezone": _text_option(
+        "--timezone", "TZ", "IANA time zone, e.g. Europe/Berlin (session.timezone)."
     ),
-]
-VoiceOption = Annotated[
-    str | None,
-    typer.Option("--voice", metavar="ID", help="Voice override: a voice id (session.voice_id)."),
-]
-FirstMessageOption = Annotated[
-    str | None,
-    typer.Option(
-        "--first-message", metavar="TEXT", help="Opening line, verbatim (session.first_message)."
+    "voice": _text_option("--voice", "ID", "Voice override: a voice id (session.voice_id)."),
+    "first_message": _text_option(
+        "--first-message", "TEXT", "Opening line, verbatim (session.first_message)."
     ),
-]
-FirstMessagePromptOption = Annotated[
-    str | None,
-    typer.Option(
+    "first_message_prompt": _text_option(
         "--first-message-prompt",
-        metavar="TEXT",
-        help="Instructions for the opening line (session.first_message_prompt).",
+        "TEXT",
+        "Instructions for the opening line (session.first_message_prompt).",
     ),
-]
-SystemPromptOption = Annotated[
-    str | None,
-    typer.Option(
-        "--system-prompt", metavar="TEXT", help="Replace the system prompt (session.system_prompt)."
+    "system_prompt": _text_option(
+        "--system-prompt", "TEXT", "Replace the system prompt (session.system_prompt)."
     ),
-]
-SessionNameOption = Annotated[
-    str | None,
-    typer.Option(
-        "--session-name", metavar="NAME", help="Display name in the console (session.name)."
+    "session_name": _text_option(
+        "--session-name", "NAME", "Display name in the console (session.name)."
     ),
-]
-EndUserOption = Annotated[
-    str | None,
-    typer.Option(
-        "--end-user-id", metavar="ID", help="Your id for the person talking (session.end_user_id)."
+    "end_user_id": _text_option(
+        "--end-user-id", "ID", "Your id for the person talking (session.end_user_id)."
     ),
-]
-VarOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--var",
-        metavar="KEY=VALUE",
-        help="A prompt {{variable}}; repeat for more (session.dynamic_variables).",
+    "var": Annotated[
+        list[str] | None,
+        typer.Option(
+            "--var",
+            metavar="KEY=VALUE",
+            help="A prompt {{variable}}; repeat for more (session.dynamic_variables).",
+        ),
+    ],
+    "metadata": _text_option(
+        "--metadata", "JSON", "A JSON object stored with the session (session.metadata)."
     ),
-]
-MetadataOption = Annotated[
-    str | None,
-    typer.Option(
-        "--metadata",
-        metavar="JSON",
-        help="A JSON object stored with the session (session.metadata).",
-    ),
-]
-ServerRecordingOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--server-recording/--no-server-recording",
-        help="Override whether Fish records the call's audio (session.record_audio); "
+    "server_recording": _switch_option(
+        "--server-recording",
+        "Override whether Fish records the call's audio (session.record_audio); "
         "--record-audio records it here instead.",
-        show_default=False,
     ),
-]
-WorldContextOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--world-context/--no-world-context",
-        help="Tell the agent the date and time (session.world_context).",
-        show_default=False,
+    "world_context": _switch_option(
+        "--world-context", "Tell the agent the date and time (session.world_context)."
     ),
-]
-ToolEventsOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--tool-events/--no-tool-events",
-        help="Ask for tool.* events (session.tool_events).",
-        show_default=False,
-    ),
-]
+    "tool_events": _switch_option("--tool-events", "Ask for tool.* events (session.tool_events)."),
+}
+"""The session-override options, by parameter name (the :class:`SessionFlags` field):
+declared once, for every command that takes them (see :func:`with_session_flags`)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class SessionFlags:
     """The session-override flags of one command, as given (None: not given)."""
 
@@ -195,7 +156,7 @@ class SessionFlags:
     end_user_id: str | None = None
     var: list[str] | None = None
     metadata: str | None = None
-    record_audio: bool | None = None
+    server_recording: bool | None = None
     world_context: bool | None = None
     tool_events: bool | None = None
 
@@ -228,10 +189,96 @@ class SessionFlags:
             "session.end_user_id": self.end_user_id,
             "session.dynamic_variables": variables,
             "session.metadata": metadata,
-            "session.record_audio": self.record_audio,
+            "session.record_audio": self.server_recording,
             "session.world_context": self.world_context,
             "session.tool_events": self.tool_events,
         }
+
+
+NO_SESSION_FLAGS: Final = SessionFlags()
+"""A ``flags`` parameter's default (:func:`with_session_flags` always passes the flags)."""
+
+
+_AGENT_OPTIONS: Final[dict[str, Any]] = {
+    "name": ProfileArgument,
+    "agent": AgentOption,
+    "api_url": ApiUrlOption,
+    "public": PublicOption,
+    "origin": OriginOption,
+}
+"""The options that name one agent and how to reach it, by :class:`AgentTarget` field."""
+
+
+@dataclass(frozen=True)
+class AgentTarget:
+    """The agent a command talks to, as given: PROFILE, ``--agent`` and the connection."""
+
+    name: str | None = None
+    agent: str | None = None
+    api_url: str | None = None
+    public: bool | None = None
+    origin: str | None = None
+
+    def load(self, overrides: dict[str, Any]) -> "Settings":
+        """The settings for this agent (:func:`resolve_agent`) with ``overrides`` on top."""
+        profile, agent_id = resolve_agent(self.name, self.agent)
+        return load(
+            {
+                **overrides,
+                "session.agent_id": agent_id,
+                "api.url": self.api_url,
+                "api.public": self.public,
+                "api.origin": self.origin,
+            },
+            profile=profile,
+        )
+
+
+NO_AGENT_TARGET: Final = AgentTarget()
+"""A ``target`` parameter's default (:func:`with_agent_target` always passes one)."""
+
+
+def _spelled_out(
+    name: str, options: dict[str, Any], group: type[Any]
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A decorator: the command's parameter ``name`` spelled out as ``options`` (with the
+    defaults of the ``group`` dataclass's fields), in its place; the command gets them back
+    as one ``group(**options)``."""
+    defaults = {f.name: f.default for f in fields(group)}
+
+    def spell_out(command: Callable[..., None]) -> Callable[..., None]:
+        signature = inspect.signature(command)
+        params: list[inspect.Parameter] = []
+        for param in signature.parameters.values():
+            if param.name != name:
+                params.append(param)
+                continue
+            params += [
+                inspect.Parameter(
+                    option, param.POSITIONAL_OR_KEYWORD, default=defaults[option], annotation=kind
+                )
+                for option, kind in options.items()
+            ]
+
+        @functools.wraps(command)
+        def spelled_out(**given: Any) -> None:
+            grouped = group(**{option: given.pop(option) for option in options})
+            command(**given, **{name: grouped})
+
+        # typer reads the parameters from the signature and their types from the annotations.
+        spelled_out.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # a function has no declared __signature__; inspect reads it
+        spelled_out.__annotations__ = {p.name: p.annotation for p in params}
+        return spelled_out
+
+    return spell_out
+
+
+with_session_flags: Final = _spelled_out("flags", _SESSION_OPTIONS, SessionFlags)
+"""Spells out a command's ``flags: SessionFlags`` parameter as the session-override options."""
+
+with_agent_target: Final = _spelled_out("target", _AGENT_OPTIONS, AgentTarget)
+"""Spells out a command's ``target: AgentTarget`` parameter as PROFILE, ``--agent``,
+``--api-url``, ``--public`` and ``--origin``."""
 
 
 InputDeviceOption = Annotated[
@@ -333,27 +380,91 @@ RecordAudioOption = Annotated[
 ]
 
 
-def journal_choice(no_journal: bool, journal: Path | None, events: bool, record_audio: bool) -> Any:
-    from fishtalk.cli.launch import JournalChoice
+@dataclass(frozen=True)
+class CallRecords:
+    """What a call leaves behind, as given: its journal (``--no-journal``, ``--journal``,
+    ``--events``, ``--record-audio``), ``--latency`` lines and ``--metrics-json``."""
 
-    return JournalChoice(
-        enabled=not no_journal,
-        path=journal,
-        events=sys.stdout if events else None,
-        record_audio=record_audio,
-    )
+    no_journal: bool = False
+    journal: Path | None = None
+    events: bool = False
+    record_audio: bool = False
+    latency: bool = False
+    metrics_json: Path | None = None
+
+    def journal_choice(self) -> Any:
+        """The journal to write (a :class:`~fishtalk.cli.launch.JournalChoice`)."""
+        from fishtalk.cli.launch import JournalChoice
+
+        return JournalChoice(
+            enabled=not self.no_journal,
+            path=self.journal,
+            events=sys.stdout if self.events else None,
+            record_audio=self.record_audio,
+        )
+
+    def metrics_file(self) -> "MetricsFile | None":
+        """Open the ``--metrics-json`` file before the call starts (a bad path: exit 2)."""
+        if self.metrics_json is None:
+            return None
+        from fishtalk.engine.metrics import MetricsFile
+
+        try:
+            return MetricsFile.open(self.metrics_json)
+        except OSError as exc:
+            fail(f"cannot write metrics to {self.metrics_json}: {exc.strerror or exc}", EXIT_USAGE)
 
 
-def audio_overrides(
-    input_device: str | None,
-    output_device: str | None,
-    no_audio: bool,
-    talk_mode: str | None = None,
-) -> dict[str, Any]:
-    """Dotted config overrides for the audio flags (unset flags leave the config alone)."""
-    return {
-        "audio.input_device": input_device,
-        "audio.output_device": output_device,
-        "audio.enabled": False if no_audio else None,
-        "audio.talk_mode": talk_mode,
-    }
+NO_CALL_RECORDS: Final = CallRecords()
+"""A ``records`` parameter's default (:func:`with_call_records` always passes them)."""
+
+with_call_records: Final = _spelled_out(
+    "records",
+    {
+        "no_journal": NoJournalOption,
+        "journal": JournalOption,
+        "events": EventsOption,
+        "record_audio": RecordAudioOption,
+        "latency": LatencyOption,
+        "metrics_json": MetricsJsonOption,
+    },
+    CallRecords,
+)
+"""Spells out a command's ``records: CallRecords`` parameter as the journal, latency and
+metrics options."""
+
+
+@dataclass(frozen=True)
+class AudioChoice:
+    """The audio devices and talk mode of a call, as given (unset: the config's)."""
+
+    input_device: str | None = None
+    output_device: str | None = None
+    no_audio: bool = False
+    talk_mode: str | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        """Dotted config overrides (unset flags leave the config alone)."""
+        return {
+            "audio.input_device": self.input_device,
+            "audio.output_device": self.output_device,
+            "audio.enabled": False if self.no_audio else None,
+            "audio.talk_mode": self.talk_mode,
+        }
+
+
+NO_AUDIO_CHOICE: Final = AudioChoice()
+"""An ``audio`` parameter's default (:func:`with_audio_choice` always passes one)."""
+
+with_audio_choice: Final = _spelled_out(
+    "audio",
+    {
+        "input_device": InputDeviceOption,
+        "output_device": OutputDeviceOption,
+        "no_audio": NoAudioOption,
+        "talk_mode": TalkModeOption,
+    },
+    AudioChoice,
+)
+"""Spells out a command's ``audio: AudioChoice`` parameter as ``--input-device``,
+``--output-device``, ``--no-audio`` and ``--talk-mode``."""

@@ -301,10 +301,12 @@ FAILED_END_REASONS: Final[frozenset[str]] = frozenset(
         "agent_not_public",
         "origin_forbidden",
         "session_request_failed",
+        "interrupted",
     }
 )
-"""The end reasons that mean the call failed. Any other reason is a deliberate ending (the
-agent's set is open); the CLI's exit-code table gives each of these its own code."""
+"""The end reasons that mean the call failed (``interrupted``: a signal, Ctrl-C, cut it).
+Any other reason is a deliberate ending (the agent's set is open); the CLI's exit-code
+table gives each of these its own code."""
 
 
 def ended_well(reason: str | None, error: BaseException | None = None) -> bool:

@@ -22,7 +22,7 @@ otherwise ignored. No asyncio or livekit here: this module is plain data.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, TypeAlias
@@ -36,10 +36,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Reduced:
-    """The state after the input observed just before it was reduced."""
+    """The state after the input observed just before it was reduced, and what changed."""
 
     state: conv.State
     at: float
+    events: Sequence[conv.Change] = ()
+    """The events of this reduction (:func:`fishtalk.core.conversation.changes`, computed
+    once by the session for every reader)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -271,7 +271,7 @@ class PlainChat:
         deadline = loop.time() + EOF_MAX_WAIT
         quiet_since: float | None = None
         changed = asyncio.Event()
-        remove = session.add_listener(lambda _s: changed.set())
+        remove = session.add_listener(lambda _s, _e: changed.set())
         try:
             while not session.state.ended and loop.time() < deadline:
                 now = loop.time()
@@ -289,12 +289,13 @@ class PlainChat:
             remove()
         self.hang_up()
 
-    def hang_up(self) -> None:
-        """Hang up; a line the agent is still saying is interrupted first, so it is printed
-        (and journaled) as cut, never as if it were finished."""
+    def hang_up(self, reason: str = conv.END_USER_HANGUP) -> None:
+        """Hang up (``reason``: the end reason recorded, ``interrupted`` for Ctrl-C); a line
+        the agent is still saying is interrupted first, so it is printed (and journaled) as
+        cut, never as if it were finished."""
         if not self.session.state.ended and _agent_line_open(self.session.state):
             self.session.interrupt()
-        self.session.hangup()
+        self.session.hangup(reason)
 
 
 def _answered(state: conv.State, sent_at: float | None) -> bool:

@@ -87,7 +87,7 @@ def run_plain(
             nonlocal interrupted
             interrupted = True
             release_sigint()
-            chat.hang_up()  # a line the agent is saying is printed as cut
+            chat.hang_up(conv.END_INTERRUPTED)  # a line being said is printed as cut
 
         # Unix: the loop's signal handler; Windows: signal.signal (see fishtalk.engine.system).
         release_sigint = catch_sigint(loop, on_sigint)

@@ -9,7 +9,7 @@ Every piece of remote text is stripped of control characters and escape sequence
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final, TextIO
 
 from fishtalk.core import conversation as conv
@@ -86,7 +86,6 @@ class PlainRenderer:
         self._stream = stream_agent
         self._latency = latency
         self._on_closed = on_closed
-        self._previous = conv.initial_state()
         self._streaming: str | None = None
         """The agent segment whose text is streaming onto the current line (terminal)."""
         self._streamed = 0
@@ -100,10 +99,10 @@ class PlainRenderer:
         self._notes: dict[str, conv.Waterfall] = {}
         """Latency of turns whose answering line (the key) is not printed yet."""
 
-    def render(self, state: conv.State) -> None:
-        """Write whatever changed since the last call (call after every reduction)."""
-        previous, self._previous = self._previous, state
-        for event in conv.changes(previous, state):
+    def render(self, state: conv.State, events: Sequence[conv.Change] = ()) -> None:
+        """Write ``events`` (what the reduction that made ``state`` changed: a session
+        listener), and what waited for ``state``; with no events, only the latter."""
+        for event in events:
             self._show(event, state)
         if self._held and (state.ended or not _agent_busy(state)):
             held, self._held = self._held, []

@@ -26,10 +26,12 @@ def play_plain(
     played = list(states(journal, spoken=bool(spoken)))
     renderer = PlainRenderer(out, stream_agent=out.isatty())
     state = conv.initial_state(spoken=bool(spoken))
-    for wait, (_, state) in zip(delays([t for t, _ in played], speed), played, strict=True):
+    for wait, (_, state, events) in zip(
+        delays([t for t, _, _ in played], speed), played, strict=True
+    ):
         if wait > 0:
             sleep(wait)
-        renderer.render(state)
+        renderer.render(state, events)
         if renderer.closed:
             break
     return state

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
@@ -26,7 +26,16 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from fishtalk.core.conversation import ErrorAdded, NoticeAdded, State, changes, initial_state
+from fishtalk.core.conversation import (
+    END_INTERRUPTED,
+    END_USER_HANGUP,
+    Change,
+    ErrorAdded,
+    NoticeAdded,
+    State,
+    changes,
+    initial_state,
+)
 from fishtalk.core.talk import NO_MIC, NO_MIC_TALK, TalkControl, TalkMode
 from fishtalk.engine.audio.base import NullAudio
 from fishtalk.tui import keys, screenshots
@@ -195,7 +204,7 @@ class FishtalkApp(App[int]):
 
     # --- session -> UI ---------------------------------------------------------------------
 
-    def _on_session_state(self, state: State) -> None:
+    def _on_session_state(self, state: State, _events: Sequence[Change]) -> None:
         # Called by the session after every reduction: never touch widgets here.
         self.post_message(StateChanged(state))
 
@@ -485,7 +494,7 @@ class FishtalkApp(App[int]):
         if self._quitting:
             return
         self._quitting = True
-        self.session.hangup()
+        self.session.hangup(END_INTERRUPTED if self._interrupted else END_USER_HANGUP)
         self.set_timer(QUIT_GRACE, self._leave)
 
     async def action_abort(self) -> None:

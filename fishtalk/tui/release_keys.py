@@ -71,7 +71,7 @@ def _linux_driver() -> type[Driver]:
         """Textual's Linux driver, plus the kitty protocol's key event types."""
 
         def start_application_mode(self) -> None:
-            super().start_application_mode()  # type: ignore[no-untyped-call]
+            super().start_application_mode()  # type: ignore[no-untyped-call]  # Textual leaves it untyped
             self.write(ASK_FOR_RELEASES)
             self.flush()
 

@@ -103,7 +103,7 @@ class ReplayApp(FishtalkApp):
     def __init__(self, session: ReplayControls, **kwargs: object) -> None:
         # The session clock is the recording's: where the play head is.
         kwargs.setdefault("clock", lambda: session.now)
-        super().__init__(session, **kwargs)  # type: ignore[arg-type]
+        super().__init__(session, **kwargs)  # type: ignore[arg-type]  # kwargs: FishtalkApp's options
         self.replay: ReplayControls = session
         self._replay_status = Static("", id="replay-status", markup=False)
         self.replay_status_text = ""

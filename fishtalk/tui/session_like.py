@@ -6,11 +6,11 @@ in :mod:`support.scripted`. The TUI only ever talks to a session through this su
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from fishtalk.core.conversation import State
+    from fishtalk.core.conversation import Change, State
     from fishtalk.core.errors import FishtalkError
     from fishtalk.engine.audio.base import AudioBackend, AudioLevels
 
@@ -50,7 +50,7 @@ class SessionLike(Protocol):
         """The audio backend in use (None until the session picked one)."""
         ...
 
-    def add_listener(self, fn: Callable[[State], None]) -> object:
+    def add_listener(self, fn: Callable[[State, Sequence[Change]], None]) -> object:
         """Call ``fn`` on the event loop after every reduction (may return a remover)."""
         ...
 
@@ -78,8 +78,8 @@ class SessionLike(Protocol):
         """Ask for spoken replies (True) or text-only replies (False)."""
         ...
 
-    def hangup(self) -> None:
-        """End the session cleanly."""
+    def hangup(self, reason: str = "user_hangup") -> None:
+        """End the session cleanly (``reason``: the end reason recorded)."""
         ...
 
     def audio_levels(self) -> AudioLevels:

@@ -10,6 +10,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from support.child import run_child
 
 import fishtalk
 from fishtalk import agent_session, events
@@ -103,12 +104,9 @@ def test_py_typed_is_shipped() -> None:
 
 def test_a_strict_user_script_type_checks() -> None:
     script = Path(__file__).with_name("typed_user_script.py")
-    out = subprocess.run(
+    out = run_child(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(script)],
-        capture_output=True,
-        text=True,
         timeout=300,
         cwd=ROOT,
-        check=False,
     )
     assert out.returncode == 0, out.stdout + out.stderr

@@ -61,6 +61,32 @@ def test_the_scan_finds_a_back_door(tmp_path: Path) -> None:
     assert len(_back_doors(sample)) == 3
 
 
-def test_plain_mode_renders_the_public_event_stream() -> None:
-    source = (ROOT / "plain" / "render.py").read_text("utf-8")
-    assert "conv.changes(" in source  # the same events AgentSession emits
+# Where "what changed" may be computed: once per reduction by the session, which hands the
+# events to its listeners and observers (line mode, the TUI, the journal, AgentSession and
+# so ``fishtalk test``), and once per replayed input by the journal's replay (a seek's
+# jump is the one other diff: between two states far apart).
+COMPUTES_CHANGES = {
+    "engine/session/plumbing.py": "the session, after every reduction",
+    "workbench/journal/replay.py": "the replay of a journal's inputs",
+    "workbench/journal/replay_session.py": "a replay's seek, between two far-apart states",
+    "tui/app.py": "the TUI's toasts, between two coalesced frames",
+}
+
+
+def _calls_changes(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "changes":
+                return True
+    return False
+
+
+def test_what_changed_is_computed_in_one_place_per_stream() -> None:
+    callers = {
+        str(path.relative_to(ROOT))
+        for path in ROOT.rglob("*.py")
+        if "conversation" not in path.parts and _calls_changes(path)
+    }
+    assert callers == set(COMPUTES_CHANGES)

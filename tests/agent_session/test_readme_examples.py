@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.child import run_python
 
 from fishtalk.sim.runner import SimThread
 
@@ -32,14 +31,7 @@ def _examples() -> list[str]:
 def _run(code: str, scenario_for_agent: object) -> list[str]:
     with SimThread(scenario_for_agent) as info:  # type: ignore[arg-type]
         env = {**os.environ, "FISH_API_KEY": info.dev_key, "FISHTALK_API_URL": info.api_url}
-        out = subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-            check=False,
-        )
+        out = run_python(code, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     return out.stdout.splitlines()
 

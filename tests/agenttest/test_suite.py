@@ -83,6 +83,12 @@ def test_latencies_are_recorded(results: Mapping[str, TestResult]) -> None:
     result = results[str(FILES / "pass" / "converse.toml")]
     assert len(result.first_text) == 3  # the greeting and two typed turns
     assert all(v >= 0 for v in result.first_text)
+    # A typed turn's first text is its waterfall's, as the journal and exports show it.
+    waterfalls = [t.waterfall for t in result.heard]
+    assert len(waterfalls) == 2
+    for first, waterfall in zip(result.first_text[1:], waterfalls, strict=True):
+        assert waterfall is not None
+        assert round(first * 1000.0, 1) == waterfall["first_text_ms"]
 
 
 def test_concurrency_is_bounded(sim: SimInfo) -> None:

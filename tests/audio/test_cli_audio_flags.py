@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.child import run_python, start_fishtalk
 from support.virtual_audio import MIC, MIC_FEED, SPEAKER, SPEAKER_MONITOR, VirtualAudio
 
 from fishtalk.sim.fish.scenario import parse_scenario
@@ -124,14 +125,7 @@ def test_help_loads_no_sounddevice(tmp_path: Path) -> None:
         "assert 'sounddevice' not in sys.modules\n"
         "print('clean')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env=_env(tmp_path),
-    )
+    done = run_python(code, timeout=30, env=_env(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith("clean\n")
 
@@ -172,10 +166,7 @@ async def test_name_substrings_pick_the_devices_the_call_uses(
     the mic feed as the speaker. The sound server shows the call's streams on them."""
     async with run_sim(scenarios={"quiet": _QUIET}) as sim:
         env = _env(tmp_path, FISH_API_KEY=sim.dev_key)
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "fishtalk",
+        proc = await start_fishtalk(
             "chat",
             "--agent",
             "quiet",
@@ -186,9 +177,6 @@ async def test_name_substrings_pick_the_devices_the_call_uses(
             "speaker_mon",
             "--output-device",
             "MIC_FEED",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
             env=env,
         )
         assert proc.stdin is not None
@@ -220,21 +208,7 @@ async def test_name_substrings_pick_the_devices_the_call_uses(
 
 
 async def _plain_chat(env: dict[str, str], api_url: str, *args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "fishtalk",
-        "chat",
-        "--agent",
-        "quiet",
-        "--api-url",
-        api_url,
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    proc = await start_fishtalk("chat", "--agent", "quiet", "--api-url", api_url, *args, env=env)
     try:
         out, err = await asyncio.wait_for(proc.communicate(b"hello\n"), 60)
     finally:

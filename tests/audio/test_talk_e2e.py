@@ -133,7 +133,11 @@ def _is_heard(segment: Segment) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def _call(vaudio: VirtualAudio, mode: str) -> AsyncIterator[Call]:
+async def _call(
+    vaudio: VirtualAudio, mode: str, *, releases: bool | None = None
+) -> AsyncIterator[Call]:
+    """A TUI call in ``mode``; ``releases``: what the terminal's driver answers about key
+    releases as soon as the app runs (as a real driver does), ``None``: no answer."""
     async with run_sim(scenarios={"listener": _LISTENER}) as sim:
         settings = load_settings(
             env={CONFIG_PATH_ENV: "/nonexistent/fishtalk.toml"},
@@ -155,11 +159,14 @@ async def _call(vaudio: VirtualAudio, mode: str) -> AsyncIterator[Call]:
         )
         feeder: subprocess.Popen[bytes] | None = None
         async with app.run_test(size=(120, 30)) as pilot:
+            if releases is not None:
+                # Before anything slow: the app's fallback timer runs from its start.
+                app.post_message(ReleaseSupport(releases))
             try:
                 agent = await _agent(sim)
                 changes: list[tuple[float, bool]] = []
 
-                def record(state: State) -> None:
+                def record(state: State, _events: object) -> None:
                     if not changes or changes[-1][1] != state.muted:
                         changes.append((time.monotonic(), state.muted))
 
@@ -241,9 +248,8 @@ async def test_toggle_opens_the_mic_with_one_key_and_closes_it_with_the_next(
 
 
 async def test_push_to_talk_opens_while_the_key_is_held(vaudio: VirtualAudio) -> None:
-    async with _call(vaudio, "push") as call:
-        # What the release-reporting driver posts on a kitty-protocol terminal.
-        call.app.post_message(ReleaseSupport(True))
+    # What the release-reporting driver posts on a kitty-protocol terminal.
+    async with _call(vaudio, "push", releases=True) as call:
         await call.until("the answer", lambda: call.app.talk.releases is True)
 
         async def down() -> None:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.child import env_without_fish, run_python
 
 import fishtalk.cli.commands.config
 from fishtalk import __version__
@@ -117,16 +115,8 @@ def test_version_answers_before_the_cli_is_imported() -> None:
         "loaded = [m for m in heavy if m in sys.modules]\n"
         "sys.stderr.write(json.dumps({'code': code, 'loaded': loaded}))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FISH_", "FISHTALK_"))}
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=REPO,
-        check=False,
-    )
+    env = env_without_fish()
+    done = run_python(probe, timeout=60, env=env, cwd=REPO)
     assert json.loads(done.stderr.strip().splitlines()[-1]) == {"code": 0, "loaded": []}
     assert done.stdout == f"fishtalk {__version__}\n"
 

@@ -36,6 +36,7 @@ REASON_PHRASES: dict[str, str] = {
     "agent_not_public": "403",
     "origin_forbidden": "403",
     "session_request_failed": "API unavailable",
+    conv.END_INTERRUPTED: "interrupted (Ctrl-C)",
     "a_reason_the_agent_made_up": "the call ended normally",
 }
 

@@ -6,35 +6,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reducer_feed import AGENT, ME, agent_state, feed, mark, ready
 
 from fishtalk.core import conversation as c
-from fishtalk.core.protocol import ATTR_AGENT_STATE
-
-ME = "user-1"
-AGENT = "agent"
-
-
-def state_(value: str, at: float) -> c.AttributesChanged:
-    return c.AttributesChanged(AGENT, {ATTR_AGENT_STATE: value}, at)
-
-
-def mark(kind: c.MarkKind, at: float, value: float | None = None) -> c.LatencyMark:
-    return c.LatencyMark(kind, at, value)
-
-
-def feed(inputs: list[c.Input], state: c.State) -> tuple[c.State, list[c.Change]]:
-    s = state
-    events: list[c.Change] = []
-    for inp in inputs:
-        new, _ = c.reduce(s, inp)
-        events += c.changes(s, new)
-        s = new
-    return s, events
-
-
-def ready() -> c.State:
-    s, _ = feed([c.Connected(ME, 1.0), state_("listening", 1.1)], c.initial_state(spoken=True))
-    return s
 
 
 def line_opens(seg: str, at: float) -> c.Input:
@@ -93,7 +67,7 @@ def test_a_the_user_types_while_the_greeting_still_streams() -> None:
             mark("audio_heard", 1.62, 0.02),
             chunk("greeting", "how can I help?", 1.7),
             line_closes("greeting", 1.8),
-            state_("thinking", 1.9),
+            agent_state("thinking", 1.9),
             line_opens("a1", 2.0),
             chunk("a1", "Hi!", 2.1),
             mark("audio_received", 2.15),

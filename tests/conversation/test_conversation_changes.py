@@ -5,33 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from reducer_feed import AGENT, ME, agent_state, feed
+
 from fishtalk.core import conversation as c
 from fishtalk.core.protocol import (
-    ATTR_AGENT_STATE,
     AgentError,
     SessionEnded,
     ToolCompleted,
     ToolStarted,
 )
-
-ME = "user-1"
-AGENT = "agent"
-
-
-def agent_state(value: str, at: float) -> c.AttributesChanged:
-    return c.AttributesChanged(AGENT, {ATTR_AGENT_STATE: value}, at)
-
-
-def replay(
-    inputs: Iterable[c.Input], state: c.State | None = None
-) -> tuple[c.State, list[c.Change]]:
-    state = state if state is not None else c.initial_state()
-    out: list[c.Change] = []
-    for inp in inputs:
-        new, _ = c.reduce(state, inp)
-        out += c.changes(state, new)
-        state = new
-    return state, out
 
 
 def kinds(events: Iterable[c.Change]) -> list[str]:
@@ -39,7 +21,7 @@ def kinds(events: Iterable[c.Change]) -> list[str]:
 
 
 def test_a_conversation_as_events() -> None:
-    s, events = replay(
+    s, events = feed(
         [
             c.SendText("hi there", 0.5),  # typed before the agent is ready: queued
             c.Connected(ME, 1.0),
@@ -127,8 +109,8 @@ def test_a_conversation_as_events() -> None:
 
 def test_interrupt_and_typed_turn_events() -> None:
     ready = [c.Connected(ME, 1.0), agent_state("listening", 1.1)]
-    s, _ = replay(ready)
-    _s2, events = replay(
+    s, _ = feed(ready)
+    _s2, events = feed(
         [
             c.TranscriptStreamOpened("a1", "aseg", AGENT, False, 2.0),
             c.TranscriptStreamChunk("a1", "aseg", "Long answer", 2.1),
@@ -155,7 +137,7 @@ def test_interrupt_and_typed_turn_events() -> None:
 
 
 def test_every_event_is_json() -> None:
-    _s, events = replay(
+    _s, events = feed(
         [
             c.Connected(ME, 1.0),
             agent_state("listening", 1.1),
@@ -184,7 +166,7 @@ def test_kinds_are_unique_snake_case() -> None:
 
 def test_no_change_no_events_and_no_full_copy() -> None:
     """Comparing two states never materialises the whole transcript (cost follows change)."""
-    s, _ = replay([c.Connected(ME, 1.0), agent_state("listening", 1.1)])
+    s, _ = feed([c.Connected(ME, 1.0), agent_state("listening", 1.1)])
     for i in range(3000):
         s, _ = c.reduce(s, c.SendText(f"line {i}", 2.0))
     assert c.changes(s, s) == []

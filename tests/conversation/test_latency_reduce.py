@@ -6,35 +6,9 @@ import dataclasses
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from reducer_feed import AGENT, ME, agent_state, feed, mark, ready
 
 from fishtalk.core import conversation as c
-from fishtalk.core.protocol import ATTR_AGENT_STATE
-
-ME = "user-1"
-AGENT = "agent"
-
-
-def state_(value: str, at: float) -> c.AttributesChanged:
-    return c.AttributesChanged(AGENT, {ATTR_AGENT_STATE: value}, at)
-
-
-def mark(kind: c.MarkKind, at: float, value: float | None = None) -> c.LatencyMark:
-    return c.LatencyMark(kind, at, value)
-
-
-def feed(inputs: list[c.Input], state: c.State | None = None) -> tuple[c.State, list[c.Change]]:
-    s = state if state is not None else c.initial_state(spoken=True)
-    events: list[c.Change] = []
-    for inp in inputs:
-        new, _ = c.reduce(s, inp)
-        events += c.changes(s, new)
-        s = new
-    return s, events
-
-
-def ready(spoken: bool = True) -> c.State:
-    s, _ = feed([c.Connected(ME, 1.0), state_("listening", 1.1)], c.initial_state(spoken=spoken))
-    return s
 
 
 def reply(seg: str, at: float, words: tuple[str, ...] = ("Sure, ", "here.")) -> list[c.Input]:
@@ -68,9 +42,9 @@ def test_a_typed_turn_heard() -> None:
         [
             c.SendText("hello", 2.0),
             mark("typed_sent", 2.01),
-            state_("thinking", 2.2),
+            agent_state("thinking", 2.2),
             mark("rtt", 2.3, 0.04),
-            state_("speaking", 2.5),
+            agent_state("speaking", 2.5),
             mark("audio_received", 2.55),
             *reply("a1", 2.56),
             mark("audio_heard", 2.57, 0.03),
@@ -120,7 +94,7 @@ def test_the_turn_closes_when_the_reply_is_over_and_heard() -> None:
 
 def test_a_text_only_turn_says_so() -> None:
     s, events = feed(
-        [c.SendText("hi", 2.0), state_("thinking", 2.1), *reply("a1", 2.3)], ready(False)
+        [c.SendText("hi", 2.0), agent_state("thinking", 2.1), *reply("a1", 2.3)], ready(False)
     )
     [w] = latencies(events)
     assert (w.incomplete, w.heard, w.first_text_at) == ("text-only", None, 2.4)
@@ -148,7 +122,7 @@ def test_audio_received_but_never_heard() -> None:
 
 def test_a_queued_message_opens_its_turn_when_it_leaves() -> None:
     s, events = feed(
-        [c.SendText("early", 0.5), c.Connected(ME, 1.0), state_("listening", 1.4)],
+        [c.SendText("early", 0.5), c.Connected(ME, 1.0), agent_state("listening", 1.4)],
         c.initial_state(spoken=True),
     )
     assert s.latency.open is not None
@@ -160,7 +134,7 @@ def test_two_messages_before_the_reply_are_one_turn_ending_at_the_second() -> No
     s, events = feed(
         [
             c.SendText("one", 2.0),
-            state_("thinking", 2.1),
+            agent_state("thinking", 2.1),
             c.SendText("two", 2.5),
             *reply("a1", 3.0),
         ],
@@ -177,7 +151,7 @@ def test_two_messages_before_the_reply_are_one_turn_ending_at_the_second() -> No
 
 def test_typed_sent_never_moves_the_end_past_what_the_agent_already_did() -> None:
     s, _ = feed(
-        [c.SendText("hi", 2.0), state_("thinking", 2.05), mark("typed_sent", 2.08)], ready()
+        [c.SendText("hi", 2.0), agent_state("thinking", 2.05), mark("typed_sent", 2.08)], ready()
     )
     assert s.latency.open is not None
     assert s.latency.open.user_ended_at == 2.05
@@ -196,7 +170,7 @@ def test_a_spoken_turn() -> None:
         [
             mark("speech_ended", 5.0),
             *user_said("u1", "What time is it?", 5.4),
-            state_("thinking", 5.5),
+            agent_state("thinking", 5.5),
             mark("audio_received", 6.0),
             mark("audio_heard", 6.01, 0.02),
             *reply("a1", 6.0),
@@ -345,10 +319,10 @@ def test_an_interrupt_after_the_reply_was_heard_keeps_its_figure() -> None:
 def test_the_end_of_the_call_closes_what_is_open() -> None:
     s, events = feed(
         [
-            state_("speaking", 1.4),
+            agent_state("speaking", 1.4),
             c.Interrupt(1.5),
             c.SendText("hi", 2.0),
-            state_("thinking", 2.1),
+            agent_state("thinking", 2.1),
             c.Hangup(2.5),
         ],
         ready(),
@@ -365,9 +339,9 @@ def test_an_interrupt_before_the_reply_leaves_the_turn_open() -> None:
     s, events = feed(
         [
             c.SendText("hi", 2.0),
-            state_("thinking", 2.1),
+            agent_state("thinking", 2.1),
             c.Interrupt(2.2),
-            state_("listening", 2.3),
+            agent_state("listening", 2.3),
         ],
         ready(),
     )
@@ -418,7 +392,9 @@ MARKS = st.builds(
 SEGS = st.sampled_from(["a1", "a2", "u1"])
 OTHERS: st.SearchStrategy[c.Input] = st.one_of(
     st.builds(c.SendText, st.sampled_from(["hi", "more"]), st.just(0.0), st.none() | st.booleans()),
-    st.builds(lambda v: state_(v, 0.0), st.sampled_from(["thinking", "speaking", "listening"])),
+    st.builds(
+        lambda v: agent_state(v, 0.0), st.sampled_from(["thinking", "speaking", "listening"])
+    ),
     st.builds(
         lambda s: c.TranscriptStreamOpened(f"s-{s}", s, ME if s == "u1" else AGENT, s == "u1", 0.0),
         SEGS,
@@ -481,6 +457,15 @@ def _check_waterfall(w: c.Waterfall) -> None:
         ),
         c.TranscriptStreamChunk(stream_id="s-u1", segment_id="u1", text="word ", at=2.0),
         c.LatencyMark(kind="audio_received", at=2.01),
+    ],
+    False,
+)
+@example(  # an end of speech again, for the turn an interrupt closed: no second waterfall
+    [
+        c.LatencyMark("speech_ended", 2.0),
+        c.LatencyMark("audio_received", 2.0),
+        c.Interrupt(2.0),
+        c.LatencyMark("speech_ended", 2.0),
     ],
     False,
 )

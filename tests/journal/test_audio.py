@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-import sys
 import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
+from support.child import start_fishtalk
 
 from fishtalk.engine.journal.audio import AudioRecorder
 from fishtalk.engine.observe import AudioFrame
@@ -86,10 +86,7 @@ async def test_a_real_call_records_the_agent_on_the_right(tmp_path: Path) -> Non
         env["FISH_API_KEY"] = sim.dev_key
         env["FISHTALK_CONFIG"] = str(tmp_path / "absent.toml")
         env["XDG_STATE_HOME"] = str(tmp_path / "state")
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "fishtalk",
+        proc = await start_fishtalk(
             "chat",
             "--agent",
             "speaks",
@@ -98,9 +95,6 @@ async def test_a_real_call_records_the_agent_on_the_right(tmp_path: Path) -> Non
             "--no-audio",
             "--plain",
             "--record-audio",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
             env=env,
         )
         out, err = await asyncio.wait_for(proc.communicate(b""), 90)

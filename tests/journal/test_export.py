@@ -47,7 +47,12 @@ def test_json_export_has_tools_and_per_turn_timings() -> None:
     speakers = [t["speaker"] for t in data["turns"]]
     assert speakers[:2] == ["user", "agent"]
     assert data["turns"][0]["text"] == "hello journal"
-    assert data["turns"][1]["timings"]["latency"] is not None
+    # A version-1 journal holds no waterfall: its replies have no measures (no guess).
+    assert data["turns"][1]["timings"] == {
+        "duration": 0.211,
+        "first_text_ms": None,
+        "heard_ms": None,
+    }
     names = {t["name"]: t for t in data["tools"]}
     assert names["lookup_weather"]["params"] == {"city": "Lisbon"}
     assert names["lookup_weather"]["result"] == '{"forecast":"sunny"}' or names["lookup_weather"][
@@ -197,13 +202,14 @@ def test_diff_same_and_changed(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     code, out, err = run(capsys, "diff", str(FIXTURE), str(changed))
     assert code == 1, err
     assert out.splitlines()[-1] == "different"
-    assert "~   2 differs in: text, tools" in out
+    assert "~   2/2   differs in: text, tools" in out
     assert "Porto" in out
     code, out, err = run(capsys, "diff", str(FIXTURE), str(changed), "--json")
     assert code == 1
     data = json.loads(out)
     assert data["same"] is False
     assert data["turns"][1]["differences"] == ["text", "tools"]
+    assert (data["turns"][1]["a_turn"], data["turns"][1]["b_turn"]) == (2, 2)
     assert data["turns"][1]["b"]["tools"][0]["params"] == {"city": "Porto"}
     assert data["turns"][0]["same"] is True
 
@@ -260,7 +266,7 @@ def test_replay_keeps_the_original_timing_scaled_by_speed() -> None:
     from fishtalk.workbench.journal.replay import states
 
     journal = read_journal(FIXTURE)
-    times = [t for t, _ in states(journal)]
+    times = [t for t, _, _ in states(journal)]
     waits: list[float] = []
     play_plain(journal, io.StringIO(), speed=2.0, sleep=waits.append)
     assert sum(waits) == pytest.approx((times[-1] - times[0]) / 2)

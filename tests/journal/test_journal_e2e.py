@@ -7,12 +7,12 @@ import io
 import json
 import os
 import stat
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.child import finish, start_fishtalk
 
 from fishtalk.core.events import SCHEMA_VERSION
 from fishtalk.engine.journal import JOURNAL_VERSION
@@ -86,10 +86,7 @@ async def chat(
     env["FISHTALK_CONFIG"] = str(config)
     env["XDG_STATE_HOME"] = str(tmp / "state")
     env["XDG_DATA_HOME"] = str(tmp / "data")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "fishtalk",
+    proc = await start_fishtalk(
         "chat",
         "--agent",
         "everything",
@@ -98,19 +95,9 @@ async def chat(
         "--text-only",
         "--plain",
         *extra,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
         env=env,
     )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), 90)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        pytest.fail("fishtalk chat did not exit in time")
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await finish(proc, stdin, within=90)
 
 
 def journal_dir(tmp: Path) -> Path:
@@ -234,26 +221,9 @@ async def test_the_demo_writes_a_journal_too(tmp_path: Path) -> None:
     env.pop("FISH_API_KEY", None)
     env["FISHTALK_CONFIG"] = str(tmp_path / "absent.toml")
     env["XDG_STATE_HOME"] = str(tmp_path / "state")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "fishtalk",
-        "demo",
-        "--scenario",
-        "converse",
-        "--no-audio",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(b"hello demo\n"), 90)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        pytest.fail("fishtalk demo did not exit in time")
-    assert proc.returncode == 0, err.decode() + out.decode()
+    proc = await start_fishtalk("demo", "--scenario", "converse", "--no-audio", env=env)
+    code, out, err = await finish(proc, b"hello demo\n", within=90)
+    assert code == 0, err + out
     (path,) = journal_dir(tmp_path).glob("*.jsonl")
     recs = records(path)
     assert recs[0]["agent_id"] == "demo"  # the demo agent plays the chosen scenario
@@ -304,10 +274,7 @@ async def test_two_runs_export_in_every_format_and_diff(tmp_path: Path) -> None:
             env = dict(os.environ)
             env["FISH_API_KEY"] = sim.dev_key
             env["FISHTALK_CONFIG"] = str(config)
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "fishtalk",
+            proc = await start_fishtalk(
                 "chat",
                 "--agent",
                 agent,
@@ -317,9 +284,6 @@ async def test_two_runs_export_in_every_format_and_diff(tmp_path: Path) -> None:
                 "--plain",
                 "--journal",
                 str(target),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
                 env=env,
             )
             _out, err = await asyncio.wait_for(proc.communicate(b"hello journal\n"), 90)

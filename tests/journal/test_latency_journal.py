@@ -74,12 +74,14 @@ def write_journal(path: Path, *, greeting: bool = False) -> conv.State:
     for fed_at, inp in script(greeting=greeting):
         clock.now = fed_at
         writer.observe(inp)
+        previous = state
         state, _ = conv.reduce(state, inp)
-        writer.observe(observe.Reduced(state, fed_at))
+        writer.observe(observe.Reduced(state, fed_at, conv.changes(previous, state)))
     clock.now = T0 + 4.0
+    previous = state
     state, _ = conv.reduce(state, conv.Hangup(T0 + 4.0))
     writer.observe(conv.Hangup(T0 + 4.0))
-    writer.observe(observe.Reduced(state, T0 + 4.0))
+    writer.observe(observe.Reduced(state, T0 + 4.0, conv.changes(previous, state)))
     writer.close()
     return state
 
@@ -128,7 +130,7 @@ def test_replay_rebuilds_the_same_waterfalls(tmp_path: Path) -> None:
     rebuilt = [inp for _, inp in inputs(journal) if isinstance(inp, conv.LatencyMark)]
     assert [m.kind for m in rebuilt][-1] == "speech_ended"
     assert abs(rebuilt[-1].at - 3.0) < 1e-9  # its own time, not when it was fed
-    *_, (_, state) = states(journal, spoken=True)
+    *_, (_, state, _) = states(journal, spoken=True)
     assert [w.to_dict()["heard_ms"] for w in state.latency.turns] == [
         w.to_dict()["heard_ms"] for w in final.latency.turns
     ]
@@ -154,7 +156,7 @@ def test_export_and_diff_carry_the_latency(tmp_path: Path) -> None:
     assert json.loads(render(summary, "json"))["latency"] == data["latency"]
     txt = render(summary, "txt")
     [line] = [line for line in txt.splitlines() if "Agent: Hi there." in line]
-    assert line.endswith("heard after 0.54 s)")
+    assert line.endswith("(first text 0.59 s, heard 0.54 s)")
     [agent] = [t for t in summary.turns if t.speaker == "agent"]
     assert agent.heard is not None
     assert abs(agent.heard - 0.54) < 1e-9

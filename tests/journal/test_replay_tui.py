@@ -49,7 +49,7 @@ async def test_replay_ends_with_the_transcript_and_tool_cards_of_the_session() -
             await pilot.pause(0.01)
         assert session.finished
         assert app.drawn_state is session.state
-        final = [s for _, s in states(journal)][-1]
+        final = [s for _, s, _ in states(journal)][-1]
         transcript = app.query_one(Transcript)
         expected = transcript_of(final)
         assert transcript.plain_items() == expected
@@ -182,7 +182,7 @@ async def test_space_pauses_the_play_head_and_plays_on() -> None:
 
 async def test_n_steps_exactly_to_the_next_turn() -> None:
     journal = read_journal(FIXTURE)
-    recorded = list(states(journal))
+    recorded = [(t, s) for t, s, _ in states(journal)]
     session = ReplaySession(journal, speed=1.0, clock=FakeClock())
     session.toggle_pause()  # start paused: nothing shown yet
     app = replay_app(session)
@@ -219,9 +219,9 @@ async def test_n_steps_exactly_to_the_next_turn() -> None:
 
 async def test_left_and_right_seek_ten_seconds_back_and_forward(tmp_path: Path) -> None:
     journal = read_journal(stretched(tmp_path, 20.0))
-    recorded = list(states(journal))
+    recorded = [(t, s) for t, s, _ in states(journal)]
     # Stretching the clock changes nothing but the pace.
-    original = list(states(read_journal(FIXTURE)))
+    original = [(t, s) for t, s, _ in states(read_journal(FIXTURE))]
     assert transcript_of(recorded[-1][1]) == transcript_of(original[-1][1])
     session = ReplaySession(journal, speed=1.0, clock=FakeClock())
     session.toggle_pause()
@@ -254,7 +254,7 @@ async def test_left_and_right_seek_ten_seconds_back_and_forward(tmp_path: Path) 
 
 async def test_minus_and_plus_change_the_speed_and_the_scheduled_waits() -> None:
     journal = read_journal(FIXTURE)
-    times = [t for t, _ in states(journal)]
+    times = [t for t, _, _ in states(journal)]
     session = ReplaySession(journal, speed=1.0, clock=FakeClock())  # frozen wall clock
     session.toggle_pause()
     app = replay_app(session)
@@ -381,7 +381,7 @@ def test_fishtalk_replay_on_a_terminal_has_the_playback_keys(tmp_path: Path) -> 
 
 async def test_n_steps_while_playing_and_playing_goes_on_from_there() -> None:
     journal = read_journal(FIXTURE)
-    recorded = list(states(journal))
+    recorded = [(t, s) for t, s, _ in states(journal)]
     session = ReplaySession(journal, speed=0.01, clock=FakeClock())  # 100 times slower
     app = replay_app(session)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -81,9 +81,10 @@ def test_states_become_typed_change_records(tmp_path: Path) -> None:
         conv.SendText(text="hello", at=2.0),
     ]
     for inp in inputs:
+        previous = state
         state, _ = conv.reduce(state, inp)
         writer.observe(inp)
-        writer.observe(observe.Reduced(state, inp.at))
+        writer.observe(observe.Reduced(state, inp.at, conv.changes(previous, state)))
     writer.close()
     changes = [r for r in read(path) if r["type"] == "change"]
     kinds = [r["kind"] for r in changes]
@@ -102,7 +103,7 @@ def test_change_records_carry_the_events_own_time_and_read_back(tmp_path: Path) 
     expected: list[conv.Change] = []
     for inp in (conv.Connected(local_identity="me", at=1.0), conv.SendText("hi", at=2.25)):
         state, _ = conv.reduce(state, inp)
-        writer.observe(observe.Reduced(state, inp.at))
+        writer.observe(observe.Reduced(state, inp.at, conv.changes(previous, state)))
         expected += conv.changes(previous, state, at=inp.at - 0.5)
         previous = state
     writer.close()

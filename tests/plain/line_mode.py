@@ -5,14 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from collections.abc import Mapping
 
-import pytest
+from support.child import finish, start_fishtalk
 
+from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.runner import SimHandle
 
 NO_CONFIG_HOME = "/nonexistent-fishtalk-test"
+
+QUIET = parse_scenario(
+    """
+    name = "quiet"
+    then = "converse"
+    [agent]
+    greeting = ""
+    voice = "tones"
+    """,
+    name="quiet",
+)
+"""An agent that answers each turn and says nothing of its own (no greeting)."""
 
 
 def chat_env(
@@ -34,19 +46,7 @@ async def start_chat(
     sim: SimHandle, *args: str, env: Mapping[str, str]
 ) -> asyncio.subprocess.Process:
     """``fishtalk chat ARGS --api-url SIM`` with every standard stream piped."""
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "fishtalk",
-        "chat",
-        *args,
-        "--api-url",
-        sim.api_url,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=dict(env),
-    )
+    return await start_fishtalk("chat", *args, "--api-url", sim.api_url, env=env)
 
 
 async def run_chat(
@@ -54,11 +54,4 @@ async def run_chat(
 ) -> tuple[int, str, str]:
     """Run ``fishtalk chat ARGS`` with ``stdin`` to its end: exit code, stdout, stderr."""
     proc = await start_chat(sim, *args, env=chat_env(sim, key=key))
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), within)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        pytest.fail("fishtalk chat did not exit in time")
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await finish(proc, stdin, within=within)

@@ -5,27 +5,17 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 
 import pytest
-from line_mode import run_chat
+from line_mode import QUIET, run_chat
+from support.child import start_fishtalk
 
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = pytest.mark.webrtc
 
-_QUIET = parse_scenario(
-    """
-    name = "quiet"
-    then = "converse"
-    [agent]
-    greeting = ""
-    voice = "tones"
-    """,
-    name="quiet",
-)
 _NASTY = parse_scenario(
     """
     name = "nasty"
@@ -47,7 +37,7 @@ _NASTY = parse_scenario(
 @pytest.fixture
 async def sim() -> AsyncIterator[SimHandle]:
     """The whole sim in-process: every agent id plays its scenario."""
-    async with run_sim(scenarios={"quiet": _QUIET, "nasty": _NASTY}) as handle:
+    async with run_sim(scenarios={"quiet": QUIET, "nasty": _NASTY}) as handle:
         yield handle
 
 
@@ -112,20 +102,8 @@ async def test_ctrl_c_hangs_up_and_exits_130(sim: SimHandle) -> None:
     env["FISH_API_KEY"] = sim.dev_key
     env["XDG_CONFIG_HOME"] = "/nonexistent-fishtalk-test"
     env.pop("FISHTALK_CONFIG", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "fishtalk",
-        "chat",
-        "--agent",
-        "quiet",
-        "--api-url",
-        sim.api_url,
-        "--text-only",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
+    proc = await start_fishtalk(
+        "chat", "--agent", "quiet", "--api-url", sim.api_url, "--text-only", env=env
     )
     assert proc.stdout is not None
     try:

@@ -34,8 +34,9 @@ def _run(inputs: list[conv.Input]) -> tuple[list[str], conv.State]:
     renderer = PlainRenderer(out, stream_agent=False, latency=True)
     state = conv.initial_state(spoken=True)
     for inp in inputs:
+        previous = state
         state, _ = conv.reduce(state, inp)
-        renderer.render(state)
+        renderer.render(state, conv.changes(previous, state))
     return out.getvalue().splitlines(), state
 
 

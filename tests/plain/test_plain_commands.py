@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 
 import audio_chain
 import pytest
-from line_mode import chat_env, start_chat
+from line_mode import QUIET, chat_env, start_chat
 from livekit import rtc
 
 from fishtalk.cli.exits import exit_code_of
@@ -34,16 +34,6 @@ pytestmark = pytest.mark.webrtc
 
 WAIT = 45.0
 
-_QUIET = parse_scenario(
-    """
-    name = "quiet"
-    then = "converse"
-    [agent]
-    greeting = ""
-    voice = "tones"
-    """,
-    name="quiet",
-)
 _CHATTY = parse_scenario(
     """
     name = "chatty"
@@ -59,7 +49,7 @@ _CHATTY = parse_scenario(
 
 @pytest.fixture
 async def sim() -> AsyncIterator[SimHandle]:
-    async with run_sim(scenarios={"quiet": _QUIET, "chatty": _CHATTY}) as handle:
+    async with run_sim(scenarios={"quiet": QUIET, "chatty": _CHATTY}) as handle:
         yield handle
 
 
@@ -161,7 +151,7 @@ async def test_spoken_on_and_off_reach_the_agent(sim: SimHandle) -> None:
 
 async def _until(session: Session, predicate: Callable[[conv.State], bool]) -> conv.State:
     hit = asyncio.Event()
-    remove = session.add_listener(lambda state: hit.set() if predicate(state) else None)
+    remove = session.add_listener(lambda state, _e: hit.set() if predicate(state) else None)
     try:
         if not predicate(session.state):
             await asyncio.wait_for(hit.wait(), WAIT)

@@ -11,6 +11,7 @@ import asyncio
 import signal
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from line_mode import chat_env, start_chat
@@ -64,12 +65,16 @@ async def test_end_of_input_hangs_up_once_answered_during_a_tour(sim: SimHandle)
     assert proc.returncode == 0, err
     answer = lines.index("you> hello") + 1
     assert any(line.startswith("agent: ") for line in lines[answer:]), lines
-    assert took < EOF_MAX_WAIT / 2, (took, lines)
+    # Waiting out EOF_MAX_WAIT (or the tour's 80 s) takes at least that long: anything
+    # shorter hung up on the answer (a loaded machine took 32 s of the 60 to get there).
+    assert took < EOF_MAX_WAIT, (took, lines)
 
 
-async def test_ctrl_c_marks_the_line_it_cuts(sim: SimHandle) -> None:
-    """Ctrl-C while the agent is saying a line: the line is printed as cut."""
-    proc = await start_chat(sim, "--agent", "long", "--plain", env=chat_env(sim))
+async def test_ctrl_c_marks_the_line_it_cuts(sim: SimHandle, tmp_path: Path) -> None:
+    """Ctrl-C while the agent is saying a line: the line is printed as cut, and the journal
+    says the call ended because it was interrupted (not that the user hung up)."""
+    env = chat_env(sim, extra={"XDG_STATE_HOME": str(tmp_path)})
+    proc = await start_chat(sim, "--agent", "long", "--plain", env=env)
     assert proc.stdout is not None
     lines: list[str] = []
     async with asyncio.timeout(60):
@@ -82,3 +87,12 @@ async def test_ctrl_c_marks_the_line_it_cuts(sim: SimHandle) -> None:
     said = [line for line in lines if line.startswith("agent: This greeting")]
     assert len(said) == 1, lines
     assert said[0].endswith(" [interrupted]"), lines
+    assert _end_reason(tmp_path) == "interrupted"
+
+
+def _end_reason(state: Path) -> str | None:
+    """The end reason of the one journal under ``state``."""
+    from fishtalk.engine.journal.reader import read_journal, summarize_journal
+
+    [journal] = list(state.rglob("*.jsonl"))
+    return summarize_journal(read_journal(journal)).end_reason

@@ -9,28 +9,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from line_mode import run_chat
+from line_mode import QUIET, run_chat
 
-from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = pytest.mark.webrtc
 
-_QUIET = parse_scenario(
-    """
-    name = "quiet"
-    then = "converse"
-    [agent]
-    greeting = ""
-    voice = "tones"
-    """,
-    name="quiet",
-)
-
 
 @pytest.fixture
 async def sim() -> AsyncIterator[SimHandle]:
-    async with run_sim(scenarios={"quiet": _QUIET}) as handle:
+    async with run_sim(scenarios={"quiet": QUIET}) as handle:
         yield handle
 
 

@@ -40,8 +40,9 @@ def _script(latency: bool) -> tuple[str, conv.State]:
         conv.LatencyMark("interrupt_wire_stopped", 4.7),
     ]
     for inp in inputs:
+        previous = state
         state, _ = conv.reduce(state, inp)
-        renderer.render(state)
+        renderer.render(state, conv.changes(previous, state))
     return out.getvalue(), state
 
 

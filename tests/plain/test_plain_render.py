@@ -40,8 +40,9 @@ class _Script:
         self.at = 0.0
 
     def feed(self, inp: conv.Input) -> None:
-        self.state, _ = conv.reduce(self.state, inp)
-        self.renderer.render(self.state)
+        previous = self.state
+        self.state, _ = conv.reduce(previous, inp)
+        self.renderer.render(self.state, conv.changes(previous, self.state))
 
     def t(self) -> float:
         self.at += 0.1
@@ -290,9 +291,9 @@ def test_a_closed_output_is_reported_once_not_raised() -> None:
     renderer = PlainRenderer(
         _ClosedPipe(), stream_agent=False, on_closed=lambda: closed.append(True)
     )
-    state = conv.initial_state()
-    state, _ = conv.reduce(state, conv.Connected(local_identity="u", at=1.0))
-    renderer.render(state)
+    previous = conv.initial_state()
+    state, _ = conv.reduce(previous, conv.Connected(local_identity="u", at=1.0))
+    renderer.render(state, conv.changes(previous, state))
     renderer.line("more")
     renderer.flush()
     assert renderer.closed

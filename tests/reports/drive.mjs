@@ -59,11 +59,18 @@ try {
         const lines = await page.$$(".line[data-t]");
         const line = lines[cfg.clickLine];
         result.clickedT = Number(await line.getAttribute("data-t"));
+        // Where the click seeks to, read as the seek starts: once it plays on, the position
+        // moves by however long this (loaded) machine takes to look again.
+        await page.evaluate(() => {
+          const a = document.getElementById("audio");
+          a.addEventListener("seeking", () => { window.seekedTo = a.currentTime; }, { once: true });
+        });
         await line.click();
         await page.waitForFunction(() => {
           const a = document.getElementById("audio");
           return a && a.readyState >= 1 && !a.seeking;
         });
+        result.seekedTo = await page.evaluate(() => window.seekedTo ?? null);
         result.currentTime = await page.evaluate(() => document.getElementById("audio").currentTime);
         await page.evaluate(() => document.getElementById("audio").pause());
         await page.waitForTimeout(300);

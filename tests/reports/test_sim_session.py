@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.child import env_without_fish, run_child, start_fishtalk
 
 from fishtalk.sim.fish.scenario import parse_scenario
 from fishtalk.sim.runner import run_sim
@@ -57,13 +57,9 @@ async def _session(tmp: Path) -> Path:
     env["XDG_STATE_HOME"] = str(tmp / "state")
     async with run_sim(scenarios={"report": SPOKEN}) as sim:
         env["FISH_API_KEY"] = sim.dev_key
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            *("-m", "fishtalk", "chat", "--agent", "report", "--api-url", sim.api_url),
+        proc = await start_fishtalk(
+            *("chat", "--agent", "report", "--api-url", sim.api_url),
             *("--no-audio", "--plain", "--record-audio"),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
             env=env,
         )
         assert proc.stdin is not None
@@ -109,20 +105,17 @@ def test_fishtalk_test_writes_the_run_page(tmp_path: Path) -> None:
     each session's page beside the report."""
     report = tmp_path / "out" / "report.html"
     report.parent.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FISH_", "FISHTALK_"))}
+    env = env_without_fish()
     env["XDG_STATE_HOME"] = str(tmp_path / "state")
     files = AGENTTEST / "files"
-    proc = subprocess.run(
+    proc = run_child(
         [
             *(sys.executable, "-m", "fishtalk", "test", str(files / "pass" / "converse.toml")),
             *(str(files / "fail" / "contains.toml"), "--repeat", "2", "--html", str(report)),
             *("--sim", "--scenario", str(AGENTTEST / "scenarios" / "chat.toml")),
         ],
-        capture_output=True,
-        text=True,
         timeout=240,
         env=env,
-        check=False,
     )
     assert proc.returncode == 1, proc.stderr + proc.stdout
     page = report.read_text(encoding="utf-8")

@@ -138,7 +138,7 @@ async def test_a_killed_server_ends_the_call_within_the_reconnect_budget() -> No
         session = build_session(settings, timeouts=Timeouts(reconnect=RECONNECT))
         statuses: list[str] = []
         session.add_listener(
-            lambda s: statuses.append(s.status) if statuses[-1:] != [s.status] else None
+            lambda s, _e: statuses.append(s.status) if statuses[-1:] != [s.status] else None
         )
         run = asyncio.ensure_future(session.run())
         await until(session, lambda s: s.status == "connected" and s.agent_ready, within=WAIT)

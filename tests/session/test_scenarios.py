@@ -209,7 +209,9 @@ async def test_scenario_signalling_drop_and_full_reconnect(sim: SimHandle) -> No
     session = build_session(_settings(sim, "faults"))
     statuses: list[str] = []
     session.add_listener(
-        lambda s: statuses.append(s.status) if not statuses or statuses[-1] != s.status else None
+        lambda s, _e: (
+            statuses.append(s.status) if not statuses or statuses[-1] != s.status else None
+        )
     )
     run = asyncio.ensure_future(session.run())
     try:

@@ -135,7 +135,7 @@ async def test_a_turn_right_after_an_outage_follows_what_was_queued_during_it(
     session.interrupt()
     back = asyncio.Event()
 
-    def on_state(state: Any) -> None:
+    def on_state(state: Any, _events: object) -> None:
         if state.status == "connected" and not back.is_set():
             back.set()
             # In the same reduction that flushed the queue: must still come after it.

@@ -21,7 +21,7 @@ async def test_text_turn_reaches_agent_and_reply_streams(sim: Sim) -> None:
     assert message.audio is False  # text-only settings ask for text-only replies
 
     seen_speaking = asyncio.Event()
-    session.add_listener(lambda s: seen_speaking.set() if s.mode == "speaking" else None)
+    session.add_listener(lambda s, _e: seen_speaking.set() if s.mode == "speaking" else None)
     await agent.say("a-1", ["Your ", "balance ", "is ", "42."])
     state = await until(session, lambda s: (seg := s.segment("a-1")) is not None and seg.final)
     assert seen_speaking.is_set()

@@ -173,7 +173,7 @@ async def test_signalling_drop_resumes_and_rereads_state(sim: Sim) -> None:
     session, run, agent, created = await sim.connected()
     seen: list[str] = []
     session.add_listener(
-        lambda s: seen.append(s.status) if s.status != (seen or [""])[-1] else None
+        lambda s, _e: seen.append(s.status) if s.status != (seen or [""])[-1] else None
     )
     await sim.server.drop_signalling(created.room, created.user_identity)
     await until(session, lambda s: s.status == "reconnecting", within=20)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,10 +19,29 @@ import numpy as np
 from livekit import rtc
 
 from fishtalk.core import protocol as p
-from fishtalk.sim.fish.voice import FRAME_SAMPLES, SAMPLE_RATE, Pcm, rms_dbfs, silence, tone
-from fishtalk.sim.runner import SimHandle
+from fishtalk.sim.fish.scenario import Scenario
+from fishtalk.sim.fish.voice import (
+    FRAME_SAMPLES,
+    SAMPLE_RATE,
+    Pcm,
+    ToneVoice,
+    rms_dbfs,
+    silence,
+    tone,
+)
+from fishtalk.sim.runner import SimHandle, run_sim
 
 WAIT = 15.0
+
+
+@contextlib.asynccontextmanager
+async def tone_sim(scenarios: Mapping[str, Scenario], **options: Any) -> AsyncIterator[SimHandle]:
+    """The sim playing ``scenarios`` in tones (``options`` go to ``run_sim``). On the way
+    out it prints each agent's journal, which pytest shows only when the test failed."""
+    async with run_sim(scenarios=scenarios, voice=ToneVoice(), **options) as handle:
+        yield handle
+        for session_id, agent in handle.agents.items():
+            print(f"agent journal for {session_id}:", *agent.journal, sep="\n  ")
 
 
 class ManualClock:

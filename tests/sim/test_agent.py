@@ -16,10 +16,9 @@ from livekit import rtc
 
 from fishtalk.core import protocol as p
 from fishtalk.sim.fish.scenario import parse_scenario
-from fishtalk.sim.fish.voice import ToneVoice
-from fishtalk.sim.runner import SimHandle, run_sim
+from fishtalk.sim.runner import SimHandle
 
-from .sim_user import ManualClock, UserClient
+from .sim_user import ManualClock, UserClient, tone_sim
 
 pytestmark = pytest.mark.webrtc
 
@@ -139,18 +138,8 @@ def idle_clock() -> ManualClock:
 @pytest.fixture
 async def sim(idle_clock: ManualClock) -> AsyncIterator[SimHandle]:
     scenarios = {name: parse_scenario(text, name=name) for name, text in SCENARIOS.items()}
-    async with run_sim(scenarios=scenarios, voice=ToneVoice(), idle_clock=idle_clock) as handle:
+    async with tone_sim(scenarios, idle_clock=idle_clock) as handle:
         yield handle
-        for session_id, agent in handle.agents.items():
-            # Shown by pytest only when the test failed.
-            print(f"agent journal for {session_id}:", *agent.journal, sep="\n  ")
-
-
-@pytest.fixture
-async def user(sim: SimHandle) -> AsyncIterator[UserClient]:
-    client = UserClient(sim)
-    yield client
-    await client.close()
 
 
 async def test_greeting_states_and_spoken_reply(sim: SimHandle, user: UserClient) -> None:

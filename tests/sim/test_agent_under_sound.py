@@ -11,10 +11,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from fishtalk.sim.fish.scenario import parse_scenario
-from fishtalk.sim.fish.voice import ToneVoice
-from fishtalk.sim.runner import SimHandle, run_sim
+from fishtalk.sim.runner import SimHandle
 
-from .sim_user import UserClient
+from .sim_user import UserClient, tone_sim
 
 pytestmark = pytest.mark.webrtc
 
@@ -30,17 +29,8 @@ IDLE = """
 @pytest.fixture
 async def sim() -> AsyncIterator[SimHandle]:
     scenarios = {"idle": parse_scenario(IDLE, name="idle")}
-    async with run_sim(scenarios=scenarios, voice=ToneVoice()) as handle:
+    async with tone_sim(scenarios) as handle:
         yield handle
-        for session_id, agent in handle.agents.items():
-            print(f"agent journal for {session_id}:", *agent.journal, sep="\n  ")
-
-
-@pytest.fixture
-async def user(sim: SimHandle) -> AsyncIterator[UserClient]:
-    client = UserClient(sim)
-    yield client
-    await client.close()
 
 
 async def test_a_continuous_tone_is_activity_and_is_endpointed(

@@ -24,10 +24,10 @@ from fishtalk.sim.fish.scenario import (
     load_scenario,
     parse_scenario,
 )
-from fishtalk.sim.fish.voice import Pcm, ToneVoice, tone
+from fishtalk.sim.fish.voice import Pcm, tone
 from fishtalk.sim.runner import SimHandle, run_sim
 
-from .sim_user import UserClient
+from .sim_user import UserClient, tone_sim
 
 # --- parsing (no network) --------------------------------------------------------------
 
@@ -206,17 +206,8 @@ class _QuickVoice:
 @pytest.fixture
 async def sim() -> AsyncIterator[SimHandle]:
     scenarios: dict[str, Scenario] = {"steps": parse_scenario(STEPS, name="steps")}
-    async with run_sim(scenarios=scenarios, voice=ToneVoice()) as handle:
+    async with tone_sim(scenarios) as handle:
         yield handle
-        for session_id, agent in handle.agents.items():
-            print(f"agent journal for {session_id}:", *agent.journal, sep="\n  ")
-
-
-@pytest.fixture
-async def user(sim: SimHandle) -> AsyncIterator[UserClient]:
-    client = UserClient(sim)
-    yield client
-    await client.close()
 
 
 @pytest.mark.webrtc

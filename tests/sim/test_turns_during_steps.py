@@ -12,10 +12,9 @@ import pytest
 
 from fishtalk.core import protocol as p
 from fishtalk.sim.fish.scenario import builtin_scenario, parse_scenario
-from fishtalk.sim.fish.voice import ToneVoice
-from fishtalk.sim.runner import SimHandle, run_sim
+from fishtalk.sim.runner import SimHandle
 
-from .sim_user import UserClient
+from .sim_user import UserClient, tone_sim
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.timeout(90)]
 
@@ -55,17 +54,8 @@ SCENARIOS = {
 @pytest.fixture
 async def sim() -> AsyncIterator[SimHandle]:
     scenarios = {name: parse_scenario(text, name=name) for name, text in SCENARIOS.items()}
-    async with run_sim(scenarios=scenarios, voice=ToneVoice()) as handle:
+    async with tone_sim(scenarios) as handle:
         yield handle
-        for session_id, agent in handle.agents.items():
-            print(f"agent journal for {session_id}:", *agent.journal, sep="\n  ")
-
-
-@pytest.fixture
-async def user(sim: SimHandle) -> AsyncIterator[UserClient]:
-    client = UserClient(sim)
-    yield client
-    await client.close()
 
 
 def _order(user: UserClient) -> list[str]:

@@ -10,7 +10,7 @@ asks for are recorded instead of executed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from fishtalk.core import conversation as conv
 from fishtalk.engine.audio.base import AudioBackend, AudioLevels, NullAudio
@@ -54,10 +54,12 @@ class ScriptedSession:
     def feed(self, *inputs: conv.Input) -> conv.State:
         """Reduce each input, record effects, notify listeners once per input."""
         for inp in inputs:
-            self._state, effects = conv.reduce(self._state, inp)
+            previous = self._state
+            self._state, effects = conv.reduce(previous, inp)
             self.effects.extend(effects)
+            events = conv.changes(previous, self._state)
             for listener in list(self._listeners):
-                listener(self._state)
+                listener(self._state, events)
         if self._state.ended:
             self._ended.set()
         return self._state
@@ -74,8 +76,8 @@ class ScriptedSession:
         """The (fake) audio backend; text-only unless one was given."""
         return self._audio
 
-    def add_listener(self, fn: Callable[[conv.State], None]) -> None:
-        """Call ``fn`` after every reduction."""
+    def add_listener(self, fn: Callable[[conv.State, Sequence[conv.Change]], None]) -> None:
+        """Call ``fn(state, events)`` after every reduction, as the session does."""
         self._listeners.append(fn)
 
     async def run(self) -> EndResult:
@@ -110,10 +112,10 @@ class ScriptedSession:
         self.commands.append("set_spoken")
         self.feed(conv.SetSpoken(spoken, self.now()))
 
-    def hangup(self) -> None:
+    def hangup(self, reason: str = conv.END_USER_HANGUP) -> None:
         """Reduce a :class:`~fishtalk.core.conversation.Hangup`."""
         self.commands.append("hangup")
-        self.feed(conv.Hangup(self.now()))
+        self.feed(conv.Hangup(self.now(), reason))
 
     def audio_levels(self) -> AudioLevels:
         """The levels set on :attr:`levels`."""

@@ -8,6 +8,7 @@ import os
 import sys
 
 import pytest
+from support.child import start_fishtalk
 
 from fishtalk.cli.exits import EXIT_USAGE
 from fishtalk.core.talk import NO_MIC_TALK
@@ -42,12 +43,9 @@ async def test_demo_takes_the_talk_mode() -> None:
     starts closed, and ``/talk`` says there is none to open (as the TUI does)."""
     env = dict(os.environ, XDG_CONFIG_HOME="/nonexistent-fishtalk-test")
     env.pop("FISHTALK_CONFIG", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "fishtalk", "demo", "--talk-mode", "toggle", "--no-audio",
-        "--no-journal",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env=env,
-    )  # fmt: skip
+    proc = await start_fishtalk(
+        "demo", "--talk-mode", "toggle", "--no-audio", "--no-journal", env=env
+    )
     assert proc.stdin is not None
     assert proc.stdout is not None
     lines: list[str] = []

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_harness import WAIT, Sim, until
-from test_tools_command import gone
+from session_harness import WAIT, ScriptedAgent, Sim, until
+from test_tools_command import wait_gone
 
 from fishtalk.cli.settings import Settings
 from fishtalk.core import protocol as p
@@ -41,14 +41,15 @@ async def wait_pids(path: Path, count: int) -> list[int]:
     return pids
 
 
-async def wait_gone(pids: list[int]) -> list[int]:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT
-    while True:
-        alive = [x for x in pids if not gone(x)]
-        if not alive or loop.time() > deadline:
-            return alive
-        await asyncio.sleep(0.05)
+async def call(agent: ScriptedAgent, name: str, **params: Any) -> p.ClientToolResult:
+    """One client_tool.call from the agent; its result (the matching call id)."""
+    call_id = f"call-{name}-{len(agent.raw)}"
+    await agent.send(
+        p.ClientToolCall(call_id=call_id, tool_name=name, params=params, expects_response=True)
+    )
+    result: p.ClientToolResult = await agent.expect(p.ClientToolResult, within=WAIT * 2)
+    assert result.call_id == call_id
+    return result
 
 
 FORKER = """
@@ -103,36 +104,27 @@ async def test_declared_tools_through_the_session(
     runner = build_runner(settings, approver=deny, options=options)
     session, run, agent, _ = await sim.connected(settings, tools=runner)
 
-    async def call(name: str, **params: Any) -> p.ClientToolResult:
-        call_id = f"call-{name}"
-        await agent.send(
-            p.ClientToolCall(call_id=call_id, tool_name=name, params=params, expects_response=True)
-        )
-        result: p.ClientToolResult = await agent.expect(p.ClientToolResult, within=WAIT * 2)
-        assert result.call_id == call_id
-        return result
-
     nasty = {"q": "$(touch pwned); `id` | sh && rm -rf ~", "n": 3}
-    echoed = await call("echo", **nasty)
+    echoed = await call(agent, "echo", **nasty)
     assert echoed.is_error is None
     assert echoed.result == {"got": nasty}
 
-    declined = await call("guarded", q="x")
+    declined = await call(agent, "guarded", q="x")
     assert declined.is_error is True
     assert "declined" in str(declined.result)
     assert [r.tool_name for r in asked] == ["guarded"]
 
-    names = await call("env_names")
+    names = await call(agent, "env_names")
     assert isinstance(names.result, list)
     assert "FISH_API_KEY" not in names.result
     assert "sk-e2e-never-in-a-tool" not in json.dumps(names.result)
 
-    timed_out = await call("forker")
+    timed_out = await call(agent, "forker")
     assert timed_out.is_error is True
     assert "timed out after 2 s" in str(timed_out.result)
-    assert await wait_gone(await wait_pids(tmp_path / "forker.pids", 3)) == []
+    assert await wait_gone(await wait_pids(tmp_path / "forker.pids", 3), within=WAIT) == []
 
-    context = await call("get_local_context")
+    context = await call(agent, "get_local_context")
     assert context.is_error is None
     assert isinstance(context.result, dict)
     assert {"local_time", "timezone", "locale", "terminal"} <= set(context.result)
@@ -162,4 +154,4 @@ async def test_declared_tools_through_the_session(
     pids = await wait_pids(tmp_path / "hangs.pids", 3)
     session.hangup()
     await asyncio.wait_for(run, WAIT)
-    assert await wait_gone(pids) == []
+    assert await wait_gone(pids, within=WAIT) == []

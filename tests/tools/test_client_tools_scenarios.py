@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 from session_harness import WAIT, ScriptedAgent, Sim
-from test_client_tools_config import wait_gone, wait_pids
+from test_client_tools_config import call, wait_pids
+from test_tools_command import wait_gone
 
 from fishtalk.cli.config import load_settings
 from fishtalk.cli.launch import build_session, tool_runner
 from fishtalk.cli.settings import Settings
-from fishtalk.core import protocol as p
 from fishtalk.engine.host import HostLink
 from fishtalk.engine.paths import CONFIG_PATH_ENV
 from fishtalk.engine.session import Session
@@ -47,17 +47,6 @@ async def started(sim: Sim, settings: Settings, **runner: Any) -> tuple[Session,
     """A running session with ``settings``' tools and the scripted agent joined to it."""
     session, _, agent, _ = await sim.connected(settings, tools=build_runner(settings, **runner))
     return session, agent
-
-
-async def call(agent: ScriptedAgent, name: str, **params: Any) -> p.ClientToolResult:
-    """One client_tool.call from the agent; its result (the matching call id)."""
-    call_id = f"call-{name}-{len(agent.raw)}"
-    await agent.send(
-        p.ClientToolCall(call_id=call_id, tool_name=name, params=params, expects_response=True)
-    )
-    result: p.ClientToolResult = await agent.expect(p.ClientToolResult, within=WAIT * 2)
-    assert result.call_id == call_id
-    return result
 
 
 def with_tools(sim: Sim, tools: dict[str, ToolDecl]) -> Settings:
@@ -116,7 +105,7 @@ async def test_command_tool_results_errors_flood_and_cwd(sim: Sim, tmp_path: Pat
     assert flooded.is_error is True
     assert "output exceeded 60 KB; the tool was stopped" in str(flooded.result)
     pid = (await wait_pids(tmp_path / "flood.pid", 1))[0]
-    assert await wait_gone([pid]) == []
+    assert await wait_gone([pid], within=WAIT) == []
 
     located = await call(agent, "where")
     assert located.is_error is None

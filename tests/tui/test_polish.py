@@ -98,6 +98,7 @@ async def test_ctrl_c_hangs_up_and_exits_130_without_textual_hint() -> None:
         await _until_exit(pilot)
     assert UserHangup() in sent(session)
     assert session.commands.count("hangup") == 1
+    assert session.state.end_reason == "interrupted"  # a signal, not the hang-up key
     assert app.interrupted
     assert exit_code_of(app.outcome) == EXIT_INTERRUPTED
     err = io.StringIO()

@@ -139,7 +139,7 @@ def app_for(session: Session) -> FishtalkApp:
 async def test_conversation_tools_typed_turn_and_hangup(sim: SimHandle) -> None:
     session = session_for(sim, "tour")
     seen: list[State] = []  # every snapshot (the app may coalesce some away)
-    session.add_listener(seen.append)
+    session.add_listener(lambda state, _events: seen.append(state))
     app = app_for(session)
     recorder = Recorder()
     async with app.run_test(size=(100, 30), message_hook=recorder) as pilot:
@@ -211,7 +211,7 @@ async def test_conversation_tools_typed_turn_and_hangup(sim: SimHandle) -> None:
 async def test_interrupt_reconnect_and_agent_hangup(sim: SimHandle) -> None:
     session = session_for(sim, "cut")
     seen: list[State] = []
-    session.add_listener(seen.append)
+    session.add_listener(lambda state, _events: seen.append(state))
     app = app_for(session)
     recorder = Recorder()
     async with app.run_test(size=(80, 24), message_hook=recorder) as pilot:

@@ -56,6 +56,15 @@ def run_agent_tests(
             autocompletion=complete_scenarios,
         ),
     ] = None,
+    agent_setting: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-setting",
+            metavar="KEY=VALUE",
+            help="With --sim: replace an [agent] setting of the simulated agent, e.g. "
+            "think_seconds=0.8 (repeatable; as for `fishtalk sim serve`).",
+        ),
+    ] = None,
     init: Annotated[
         Path | None,
         typer.Option("--init", metavar="PATH", help="Write a commented starter file and exit."),
@@ -109,6 +118,13 @@ def run_agent_tests(
     options = RunOptions(repeat=repeat, concurrency=concurrency, max_sessions=max_sessions)
     if scenario is not None and not sim:
         fail("--scenario needs --sim", EXIT_USAGE)
+    if agent_setting and not sim:
+        fail("--agent-setting needs --sim", EXIT_USAGE)
+    agent_settings: dict[str, object] = {}
+    if agent_setting:
+        from fishtalk.sim.fish.scenario import check_agent_overrides, parse_agent_setting
+
+        agent_settings = check_agent_overrides(dict(parse_agent_setting(a) for a in agent_setting))
     if sim:
         from fishtalk.cli.demo import has_webrtc_network
         from fishtalk.cli.exits import EXIT_CONNECTION
@@ -136,7 +152,8 @@ def run_agent_tests(
             journal=not no_journal,
         )
     command = TestCommand(
-        paths, target, sim=sim, scenario=scenario, options=options,
+        paths, target, sim=sim, scenario=scenario, agent_settings=agent_settings,
+        options=options,
         junit=junit, json_path=json_report, html=html_report,
     )  # fmt: skip
     from fishtalk.cli.exits import exit_code_of, exit_code_of_run

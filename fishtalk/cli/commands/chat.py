@@ -6,43 +6,23 @@ import typer
 
 from fishtalk.cli.completion import complete_scenarios
 from fishtalk.cli.options import (
+    NO_AGENT_TARGET,
+    NO_AUDIO_CHOICE,
+    NO_CALL_RECORDS,
+    NO_SESSION_FLAGS,
     PROFILE_HELP,
-    AgentOption,
-    ApiUrlOption,
-    EndUserOption,
-    EventsOption,
-    FirstMessageOption,
-    FirstMessagePromptOption,
-    InputDeviceOption,
-    JournalOption,
-    LanguageOption,
-    LatencyOption,
-    MetadataOption,
-    MetricsJsonOption,
-    NoAudioOption,
-    NoJournalOption,
-    OriginOption,
-    OutputDeviceOption,
+    AgentTarget,
+    AudioChoice,
+    CallRecords,
     PlainOption,
-    ProfileArgument,
-    PublicOption,
-    RecordAudioOption,
-    ServerRecordingOption,
     SessionFlags,
-    SessionNameOption,
-    SystemPromptOption,
-    TalkModeOption,
     TextOnlyOption,
-    TimezoneOption,
-    ToolEventsOption,
-    VarOption,
-    VoiceOption,
-    WorldContextOption,
-    audio_overrides,
-    journal_choice,
-    metrics_file,
+    with_agent_target,
+    with_audio_choice,
+    with_call_records,
+    with_session_flags,
 )
-from fishtalk.cli.shared import load, resolve_agent, run_async, state
+from fishtalk.cli.shared import load, run_async, state
 
 if TYPE_CHECKING:
     from fishtalk.cli.settings import Settings
@@ -63,6 +43,8 @@ commands = typer.Typer()
         "hangs up."
     ),
 )
+@with_audio_choice
+@with_call_records
 def demo(
     scenario: Annotated[
         str,
@@ -75,38 +57,32 @@ def demo(
     ] = "demo",
     text_only: TextOnlyOption = False,
     plain: PlainOption = False,
-    input_device: InputDeviceOption = None,
-    output_device: OutputDeviceOption = None,
-    no_audio: NoAudioOption = False,
-    talk_mode: TalkModeOption = None,
-    no_journal: NoJournalOption = False,
-    journal: JournalOption = None,
-    events: EventsOption = False,
-    record_audio: RecordAudioOption = False,
-    latency: LatencyOption = False,
-    metrics_json: MetricsJsonOption = None,
+    audio: AudioChoice = NO_AUDIO_CHOICE,
+    records: CallRecords = NO_CALL_RECORDS,
 ) -> None:
     """Talk to a simulated agent running on this machine (no account needed)."""
     from fishtalk.engine.audio.preflight import check_named_devices
 
-    audio: dict[str, Any] = {
+    flags: dict[str, Any] = {
         "session.text_only": True if text_only else None,
         "ui.plain": True if plain else None,
-        **audio_overrides(input_device, output_device, no_audio, talk_mode),
+        **audio.overrides(),
     }
-    check_named_devices(load(audio))  # a device that matches nothing: exit 2 before the sim
+    check_named_devices(load(flags))  # a device that matches nothing: exit 2 before the sim
 
     def load_with_audio(overrides: dict[str, Any]) -> "Settings":
-        return load({**overrides, **audio})
+        return load({**overrides, **flags})
 
     from fishtalk.cli.demo import run_demo
     from fishtalk.engine.native import exit_process
 
     # Leave without finalization, as chat does: the SDK's native threads outlive the call.
-    choice = journal_choice(no_journal, journal, events, record_audio)
-    metrics = metrics_file(metrics_json)
     code = run_demo(
-        load_with_audio, scenario=scenario, journal=choice, metrics=metrics, latency=latency
+        load_with_audio,
+        scenario=scenario,
+        journal=records.journal_choice(),
+        metrics=records.metrics_file(),
+        latency=records.latency,
     )
     exit_process(code)
 
@@ -129,56 +105,26 @@ def demo(
         "be established; 130 interrupted (Ctrl-C)."
     ),
 )
+@with_agent_target
+@with_session_flags
+@with_audio_choice
+@with_call_records
 def chat(
-    name: ProfileArgument = None,
-    agent: AgentOption = None,
-    api_url: ApiUrlOption = None,
-    public: PublicOption = None,
-    origin: OriginOption = None,
+    target: AgentTarget = NO_AGENT_TARGET,
     text_only: TextOnlyOption = False,
-    input_device: InputDeviceOption = None,
-    output_device: OutputDeviceOption = None,
-    no_audio: NoAudioOption = False,
-    talk_mode: TalkModeOption = None,
+    audio: AudioChoice = NO_AUDIO_CHOICE,
     plain: PlainOption = False,
-    language: LanguageOption = None,
-    timezone: TimezoneOption = None,
-    voice: VoiceOption = None,
-    first_message: FirstMessageOption = None,
-    first_message_prompt: FirstMessagePromptOption = None,
-    system_prompt: SystemPromptOption = None,
-    session_name: SessionNameOption = None,
-    end_user_id: EndUserOption = None,
-    var: VarOption = None,
-    metadata: MetadataOption = None,
-    server_recording: ServerRecordingOption = None,
-    world_context: WorldContextOption = None,
-    tool_events: ToolEventsOption = None,
-    no_journal: NoJournalOption = False,
-    journal: JournalOption = None,
-    events: EventsOption = False,
-    record_audio: RecordAudioOption = False,
-    latency: LatencyOption = False,
-    metrics_json: MetricsJsonOption = None,
+    flags: SessionFlags = NO_SESSION_FLAGS,
+    records: CallRecords = NO_CALL_RECORDS,
 ) -> None:
     """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
-    flags = SessionFlags(
-        language, timezone, voice, first_message, first_message_prompt, system_prompt,
-        session_name, end_user_id, var, metadata, server_recording, world_context, tool_events,
-    )  # fmt: skip
-    profile, agent_id = resolve_agent(name, agent)
-    settings = load(
+    settings = target.load(
         {
             **flags.overrides(),
-            "session.agent_id": agent_id,
-            "api.url": api_url,
-            "api.public": public,
-            "api.origin": origin,
             "session.text_only": True if text_only else None,
             "ui.plain": True if plain else None,
-            **audio_overrides(input_device, output_device, no_audio, talk_mode),
+            **audio.overrides(),
         },
-        profile=profile,
     )
     from fishtalk.cli.front_ends import run_chat
     from fishtalk.cli.launch import require_agent, session_client
@@ -191,7 +137,8 @@ def chat(
     from fishtalk.engine.native import exit_process
 
     # Both front ends leave without finalization (see exit_process).
-    choice = journal_choice(no_journal, journal, events, record_audio)
-    metrics = metrics_file(metrics_json)
-    code = run_chat(settings, debug=state.debug, journal=choice, metrics=metrics, latency=latency)
+    journal, metrics = records.journal_choice(), records.metrics_file()
+    code = run_chat(
+        settings, debug=state.debug, journal=journal, metrics=metrics, latency=records.latency
+    )
     exit_process(code)

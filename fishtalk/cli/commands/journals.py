@@ -42,13 +42,20 @@ def sessions(
     limit: Annotated[
         int, typer.Option("--limit", "-n", metavar="N", min=1, help="Show at most N.")
     ] = 20,
+    show_all: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Also list the journals of session requests that failed (no session opened).",
+        ),
+    ] = False,
 ) -> None:
     """List past sessions from their journals, newest first: id, when, agent, duration,
     turns, tools, errors and how each ended. Pass an id to `fishtalk export`."""
     from fishtalk.workbench.journal.compare import format_sessions, list_sessions
 
     directory = _journal_dir()
-    rows = list_sessions(directory)[:limit]
+    rows = list_sessions(directory, requests=show_all)[:limit]
     if as_json:
         for row in rows:
             typer.echo(json.dumps(row.to_dict(), ensure_ascii=False))
@@ -98,7 +105,7 @@ def export(
 
         text = session_page(journal)
     else:
-        text = render(summarize_journal(journal), fmt)  # type: ignore[arg-type]
+        text = render(summarize_journal(journal), next(f for f in FORMATS if f == fmt))
     if output is not None:
         output.write_text(text, "utf-8")
     else:

@@ -6,27 +6,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fishtalk.cli.options import (
-    AgentOption,
+    NO_AGENT_TARGET,
+    NO_SESSION_FLAGS,
+    AgentTarget,
     ApiUrlOption,
-    EndUserOption,
-    FirstMessageOption,
-    FirstMessagePromptOption,
-    LanguageOption,
-    MetadataOption,
     OriginOption,
-    ProfileArgument,
     PublicOption,
-    ServerRecordingOption,
     SessionFlags,
-    SessionNameOption,
-    SystemPromptOption,
-    TimezoneOption,
-    ToolEventsOption,
-    VarOption,
-    VoiceOption,
-    WorldContextOption,
+    with_agent_target,
+    with_session_flags,
 )
-from fishtalk.cli.shared import load, resolve_agent, run_async
+from fishtalk.cli.shared import load, run_async
 
 if TYPE_CHECKING:
     from fishtalk.engine.api import LiveKitGrant
@@ -38,50 +28,22 @@ app = typer.Typer(help="Create and end agent sessions (without joining them).")
 
 
 @app.command("create")
+@with_agent_target
+@with_session_flags
 def session_create(
-    name: ProfileArgument = None,
-    agent: AgentOption = None,
-    api_url: ApiUrlOption = None,
-    public: PublicOption = None,
-    origin: OriginOption = None,
+    target: AgentTarget = NO_AGENT_TARGET,
     as_json: Annotated[bool, typer.Option("--json", help="Print the grant as JSON.")] = False,
     show_token: Annotated[
         bool, typer.Option("--show-token", help="Print the join token (it is a credential).")
     ] = False,
-    language: LanguageOption = None,
-    timezone: TimezoneOption = None,
-    voice: VoiceOption = None,
-    first_message: FirstMessageOption = None,
-    first_message_prompt: FirstMessagePromptOption = None,
-    system_prompt: SystemPromptOption = None,
-    session_name: SessionNameOption = None,
-    end_user_id: EndUserOption = None,
-    var: VarOption = None,
-    metadata: MetadataOption = None,
-    server_recording: ServerRecordingOption = None,
-    world_context: WorldContextOption = None,
-    tool_events: ToolEventsOption = None,
+    flags: SessionFlags = NO_SESSION_FLAGS,
 ) -> None:
     """Create a session and print its grant (the token is hidden unless --show-token).
 
     PROFILE names an agent profile from the config ([agents.NAME]; `fishtalk agents` lists
     them). --agent takes a profile name or an agent id.
     """
-    flags = SessionFlags(
-        language, timezone, voice, first_message, first_message_prompt, system_prompt,
-        session_name, end_user_id, var, metadata, server_recording, world_context, tool_events,
-    )  # fmt: skip
-    profile, agent_id = resolve_agent(name, agent)
-    settings = load(
-        {
-            "session.agent_id": agent_id,
-            "api.url": api_url,
-            "api.public": public,
-            "api.origin": origin,
-            **flags.overrides(),
-        },
-        profile=profile,
-    )
+    settings = target.load(flags.overrides())
     from fishtalk.cli.launch import session_client, session_request
 
     request = session_request(settings)

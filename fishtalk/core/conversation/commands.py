@@ -154,7 +154,7 @@ def _on_set_spoken(r: _Step, inp: SetSpoken) -> None:
 def _on_hangup(r: _Step, inp: Hangup) -> None:
     if r.s.status in ("connected", "reconnecting"):
         r.fx.append(SendClientEvent(UserHangup()))
-    _end(r, END_USER_HANGUP, inp.at)
+    _end(r, inp.reason or END_USER_HANGUP, inp.at)
 
 
 def _on_local_error(r: _Step, inp: LocalError) -> None:

@@ -202,9 +202,12 @@ class SetSpoken:
 
 @dataclass(frozen=True, slots=True)
 class Hangup:
-    """Command: end the session (sends ``user.hangup``, then tears down; twice is harmless)."""
+    """Command: end the session (sends ``user.hangup``, then tears down; twice is harmless).
+    ``reason``: the end reason recorded, ``user_hangup``, or ``interrupted`` when a signal
+    (Ctrl-C) made fishtalk hang up on its way out."""
 
     at: float
+    reason: str = "user_hangup"
 
 
 @dataclass(frozen=True, slots=True)

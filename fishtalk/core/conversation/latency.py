@@ -99,7 +99,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, get_args
 
 MarkKind: TypeAlias = Literal[
     "typed_sent",
@@ -131,15 +131,7 @@ MarkKind: TypeAlias = Literal[
     after an interrupt, the last non-silent agent frame arrived from the room.
 """
 
-MARK_KINDS: Final[tuple[MarkKind, ...]] = (
-    "typed_sent",
-    "speech_ended",
-    "audio_received",
-    "audio_heard",
-    "rtt",
-    "interrupt_flushed",
-    "interrupt_wire_stopped",
-)
+MARK_KINDS: Final[tuple[MarkKind, ...]] = get_args(MarkKind)
 
 MAX_TURNS: Final = 1000
 """Closed turns kept in :attr:`Latency.turns` (older ones are counted, not kept)."""
@@ -394,6 +386,23 @@ MEASURING: Final = "…"
 
 def _secs(seconds: float) -> str:
     return f"{seconds:.2f} s"
+
+
+def figure(seconds: float) -> str:
+    """A measure in words, as every front end and export writes it: ``0.43 s``."""
+    return _secs(seconds)
+
+
+def measure_words(first_text: float | None, heard: float | None) -> list[str]:
+    """A reply's measures in words, as every transcript writes them (export, diff, reports):
+    ``first text 0.43 s`` (:attr:`Waterfall.first_text`) and ``heard 0.82 s``
+    (:attr:`Waterfall.heard`), each left out when not measured."""
+    words = []
+    if first_text is not None:
+        words.append(f"first text {_secs(first_text)}")
+    if heard is not None:
+        words.append(f"heard {_secs(heard)}")
+    return words
 
 
 def _millis(seconds: float) -> str:

@@ -11,6 +11,8 @@ from typing import Final
 
 # End reasons (an open set: any string the agent announces is kept as given).
 END_USER_HANGUP: Final = "user_hangup"
+END_INTERRUPTED: Final = "interrupted"
+"""The user interrupted fishtalk (Ctrl-C, a signal): it hung up on the way out."""
 END_AGENT_HANGUP: Final = "agent_hangup"
 END_CONVERSATION_TIMEOUT: Final = "conversation_timeout"
 END_ESCALATED: Final = "escalated"
@@ -20,6 +22,7 @@ END_SESSION_EXPIRED: Final = "session_expired"
 
 END_REASON_TEXT: Final[Mapping[str, str]] = {
     END_USER_HANGUP: "You hung up.",
+    END_INTERRUPTED: "Interrupted (Ctrl-C): fishtalk hung up.",
     END_AGENT_HANGUP: "The agent ended the call.",
     END_CONVERSATION_TIMEOUT: "The conversation reached its maximum duration.",
     END_ESCALATED: "The conversation was escalated.",

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TypeAlias
 
+from fishtalk.core.conversation import inputs
 from fishtalk.core.conversation.agent_events import (
     _on_agent_event,
     _on_client_tool_finished,
@@ -56,32 +57,6 @@ from fishtalk.core.conversation.connection import (
 from fishtalk.core.conversation.effects import (
     Effect,
 )
-from fishtalk.core.conversation.inputs import (
-    AddNotice,
-    AgentEventReceived,
-    AttributesChanged,
-    ClientToolFinished,
-    Connected,
-    ConnectFailed,
-    Disconnected,
-    Hangup,
-    Input,
-    Interrupt,
-    LocalError,
-    MalformedAgentEvent,
-    ParticipantJoined,
-    ParticipantLeft,
-    Reconnected,
-    Reconnecting,
-    SendText,
-    SetMuted,
-    SetSpoken,
-    SignalActivity,
-    TimerFired,
-    TranscriptStreamChunk,
-    TranscriptStreamClosed,
-    TranscriptStreamOpened,
-)
 from fishtalk.core.conversation.latency import (
     LatencyMark,
 )
@@ -104,7 +79,7 @@ Result: TypeAlias = tuple[State, list[Effect]]
 """The new state and the effects to execute, in order."""
 
 
-def reduce(state: State, inp: Input) -> Result:
+def reduce(state: State, inp: inputs.Input) -> Result:
     """Apply one input; return the new state and the effects to execute, in order.
 
     Never raises for any input value of the declared types; out-of-place inputs (duplicates,
@@ -128,29 +103,29 @@ def reduce(state: State, inp: Input) -> Result:
 
 
 _HANDLERS: Final[dict[type, Any]] = {
-    Connected: _on_connected,
-    ConnectFailed: _on_connect_failed,
-    Reconnecting: _on_reconnecting,
-    Reconnected: _on_reconnected,
-    Disconnected: _on_disconnected,
-    ParticipantJoined: _on_participant_joined,
-    ParticipantLeft: _on_participant_left,
-    AttributesChanged: _on_attributes_changed,
-    TranscriptStreamOpened: _on_stream_opened,
-    TranscriptStreamChunk: _on_stream_chunk,
-    TranscriptStreamClosed: _on_stream_closed,
-    AgentEventReceived: _on_agent_event,
-    MalformedAgentEvent: _on_malformed,
-    ClientToolFinished: _on_client_tool_finished,
-    TimerFired: _on_timer,
-    SendText: _on_send_text,
-    SignalActivity: _on_activity,
-    Interrupt: _on_interrupt,
-    SetMuted: _on_set_muted,
-    SetSpoken: _on_set_spoken,
-    Hangup: _on_hangup,
-    LocalError: _on_local_error,
-    AddNotice: _on_notice,
+    inputs.Connected: _on_connected,
+    inputs.ConnectFailed: _on_connect_failed,
+    inputs.Reconnecting: _on_reconnecting,
+    inputs.Reconnected: _on_reconnected,
+    inputs.Disconnected: _on_disconnected,
+    inputs.ParticipantJoined: _on_participant_joined,
+    inputs.ParticipantLeft: _on_participant_left,
+    inputs.AttributesChanged: _on_attributes_changed,
+    inputs.TranscriptStreamOpened: _on_stream_opened,
+    inputs.TranscriptStreamChunk: _on_stream_chunk,
+    inputs.TranscriptStreamClosed: _on_stream_closed,
+    inputs.AgentEventReceived: _on_agent_event,
+    inputs.MalformedAgentEvent: _on_malformed,
+    inputs.ClientToolFinished: _on_client_tool_finished,
+    inputs.TimerFired: _on_timer,
+    inputs.SendText: _on_send_text,
+    inputs.SignalActivity: _on_activity,
+    inputs.Interrupt: _on_interrupt,
+    inputs.SetMuted: _on_set_muted,
+    inputs.SetSpoken: _on_set_spoken,
+    inputs.Hangup: _on_hangup,
+    inputs.LocalError: _on_local_error,
+    inputs.AddNotice: _on_notice,
     LatencyMark: _on_latency_mark,
 }
 """One handler per input type; each changes the step in place."""
@@ -159,4 +134,9 @@ _INPUT_TYPES: Final = tuple(_HANDLERS)
 
 # After the end only local bookkeeping still applies (state only, no effects but a result
 # for a tool that finished as the session ended, which is then dropped).
-_AFTER_END: Final = (ClientToolFinished, SetMuted, SetSpoken, MalformedAgentEvent)
+_AFTER_END: Final = (
+    inputs.ClientToolFinished,
+    inputs.SetMuted,
+    inputs.SetSpoken,
+    inputs.MalformedAgentEvent,
+)

@@ -37,7 +37,7 @@ def _copier(cls: type) -> Callable[[Any], Any]:
     over names and no ``getattr``/``object.__setattr__`` lookups per field (a copy of the
     21-slot state takes about 40% of the time of the loop). Frozen dataclasses refuse
     ``setattr``, but not their slots' descriptors."""
-    names: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
+    names: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]  # a slotted dataclass
     scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
     lines = ["def copy(obj):", "    new = _new(_cls)"]
     for i, name in enumerate(names):
@@ -53,7 +53,7 @@ def _copier(cls: type) -> Callable[[Any], Any]:
 
 def _copy_slots(obj: _T) -> _T:
     new = object.__new__(type(obj))
-    for name in type(obj).__slots__:  # type: ignore[attr-defined]
+    for name in type(obj).__slots__:  # type: ignore[attr-defined]  # a slotted dataclass
         object.__setattr__(new, name, getattr(obj, name))
     return new
 

@@ -1,8 +1,8 @@
 """The Fish Audio session API: create a session grant, end a session.
 
 ``client`` is the HTTP client (:class:`SessionClient`), ``models`` the request and grant
-bodies, ``errors`` the mapping of error answers to errors; this package re-exports their
-public names (and the error classes it always exported).
+bodies, ``errors`` the mapping of error answers to errors; this package re-exports the
+client's and the models' public names (the error classes are :mod:`fishtalk.core.errors`'s).
 
 ``POST {api}/v1/agent/sessions`` exchanges an agent id (and an API key, or for a public
 agent an ``Origin``) for a :data:`SessionGrant`: where and how to join the realtime
@@ -18,33 +18,6 @@ drawn once, in :mod:`fishtalk.core.errors`.
 
 from __future__ import annotations
 
-from fishtalk.core.errors import (
-    AgentNotPublicError,
-    AgentUnavailableError,
-    ApiConnectionError,
-    ApiError,
-    ApiTimeoutError,
-    ApiTransportError,
-    AuthenticationError,
-    BadGatewayError,
-    BadRequestError,
-    ClientConfigError,
-    ConflictError,
-    FieldError,
-    ForbiddenError,
-    NotFoundError,
-    OriginForbiddenError,
-    PaymentRequiredError,
-    RateLimitedError,
-    RequestValidationError,
-    ServerError,
-    ServiceUnavailableError,
-    SessionApiError,
-    SessionExpiredError,
-    UnexpectedResponseError,
-    UnsupportedMediaTypeError,
-    UnsupportedTransportError,
-)
 from fishtalk.engine.api.client import DEFAULT_API_URL, SDK_HEADER, SDK_ID, SessionClient
 from fishtalk.engine.api.models import (
     SUPPORTED_TRANSPORTS,
@@ -60,35 +33,10 @@ __all__ = [
     "SDK_HEADER",
     "SDK_ID",
     "SUPPORTED_TRANSPORTS",
-    "AgentNotPublicError",
-    "AgentUnavailableError",
-    "ApiConnectionError",
-    "ApiError",
-    "ApiTimeoutError",
-    "ApiTransportError",
-    "AuthenticationError",
-    "BadGatewayError",
-    "BadRequestError",
-    "ClientConfigError",
-    "ConflictError",
-    "FieldError",
-    "ForbiddenError",
     "LiveKitGrant",
-    "NotFoundError",
-    "OriginForbiddenError",
-    "PaymentRequiredError",
-    "RateLimitedError",
-    "RequestValidationError",
-    "ServerError",
-    "ServiceUnavailableError",
-    "SessionApiError",
     "SessionClient",
-    "SessionExpiredError",
     "SessionGrant",
     "SessionOverrides",
     "SessionRequest",
-    "UnexpectedResponseError",
-    "UnsupportedMediaTypeError",
-    "UnsupportedTransportError",
     "parse_grant",
 ]

@@ -16,7 +16,6 @@ import socket
 import ssl
 from collections.abc import Mapping
 from datetime import datetime
-from types import TracebackType
 from typing import Any, Final, Self
 from urllib.parse import quote, urlsplit
 
@@ -107,12 +106,7 @@ class SessionClient:
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:

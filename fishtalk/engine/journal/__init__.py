@@ -3,7 +3,8 @@
 - :mod:`fishtalk.engine.journal.records` turns what a session observes
   (:mod:`fishtalk.engine.observe`) into journal records (plain JSON);
 - :mod:`fishtalk.engine.journal.writer` writes them from a thread (:class:`JournalWriter`),
-  with the retention of the journal directory;
+  with the retention of the journal directory, and :mod:`fishtalk.engine.journal.audio`
+  records the call's audio beside it, each on a thread of :mod:`fishtalk.engine.journal.worker`;
 - :mod:`fishtalk.engine.journal.reader` reads a journal back, damage included;
 - :mod:`fishtalk.workbench.journal.export` renders one as Markdown, text, JSON, SRT or WebVTT.
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import threading
 import time
 import wave
 from collections import deque
@@ -26,6 +25,7 @@ from typing import Final
 
 import numpy as np
 
+from fishtalk.engine.journal.worker import WriterThread
 from fishtalk.engine.observe import AudioFrame, Observation
 
 _log = logging.getLogger(__name__)
@@ -67,10 +67,8 @@ class AudioRecorder:
         self._pending = [np.zeros(0, np.int16), np.zeros(0, np.int16)]
         """Per side: samples from ``self._written`` on, not yet in the file."""
         self._written = 0
-        self._stop = threading.Event()
-        self._closed = False
-        self._thread = threading.Thread(target=self._run, name="fishtalk-audio", daemon=True)
-        self._thread.start()
+        self._worker = WriterThread(self._run, "fishtalk-audio")
+        self._worker.start()
 
     def observe(self, item: Observation) -> None:
         """The session observer: keeps audio frames (never blocks; counts drops)."""
@@ -83,17 +81,13 @@ class AudioRecorder:
 
     def close(self, timeout: float = 5.0) -> None:
         """Write everything received and close the file; safe twice."""
-        if self._closed:
-            return
-        self._closed = True
-        self._stop.set()
-        self._thread.join(timeout)
+        self._worker.stop(timeout)
 
     # --- the writer thread ---------------------------------------------------------------
 
     def _run(self) -> None:
         try:
-            while not self._stop.wait(ROUND):
+            while not self._worker.stopping.wait(ROUND):
                 self._take()
                 upto = int((self._clock() - self._start - LATENESS) * self.rate)
                 self._write(upto)

@@ -163,11 +163,68 @@ def _session_id_of(path: Path) -> str | None:
     return None
 
 
+def clock_origin(journal: Journal) -> float:
+    """The session clock (monotonic seconds) at the journal's header: the zero of its
+    ``t``. The header says (``mono``); a journal written before it did is dated by its
+    first agent or user line (a line opens at the time its record is stamped with)."""
+    value = journal.header.get("mono")
+    if isinstance(value, int | float):
+        return float(value)
+    for rec in journal.records:
+        segment = rec.get("segment")
+        if rec.get("kind") == "segment_opened" and isinstance(segment, dict):
+            started = segment.get("started_at")
+            if isinstance(started, int | float):
+                return float(started) - _num(rec.get("t"))
+    return 0.0
+
+
+MARKS: Final = frozenset(
+    {
+        "user_ended_at",
+        "user_final_at",
+        "thinking_at",
+        "first_text_at",
+        "audio_received_at",
+        "audio_handed_at",
+        "pressed_at",
+        "flushed_at",
+        "wire_stopped_at",
+    }
+)
+"""The marks of a waterfall or an interrupt timing: times on the session clock."""
+
+
+def on_journal_clock(marks: Mapping[str, Any], origin: float) -> dict[str, Any]:
+    """A waterfall's or interrupt's dict with its marks (:data:`MARKS`) moved from the
+    session's monotonic clock to the journal's (seconds since the header, like every
+    ``t``): one clock for every time a journal's readers show. Figures (``*_ms``) are
+    differences of two marks and stay as they are."""
+    return {
+        key: round(value - origin, 6)
+        if key in MARKS and isinstance(value, int | float) and not isinstance(value, bool)
+        else value
+        for key, value in marks.items()
+    }
+
+
+def _rebased(rec: Mapping[str, Any], origin: float) -> Mapping[str, Any]:
+    for key in ("waterfall", "interrupt"):
+        value = rec.get(key)
+        if isinstance(value, dict):
+            return {**rec, key: on_journal_clock(value, origin)}
+    return rec
+
+
 def change_events(journal: Journal) -> list[conv.Change]:
     """The typed events of ``journal``'s ``change`` records (any journal version), each
-    ``at`` on the journal's clock (its record's ``t``: seconds since the header)."""
+    ``at`` on the journal's clock (its record's ``t``: seconds since the header), and so
+    are the marks of its latency events (:func:`on_journal_clock`)."""
+    origin = clock_origin(journal)
     return [
-        event_from_dict({**rec, "type": rec.get("kind"), "at": _num(rec.get("t"))})
+        event_from_dict(
+            {**_rebased(rec, origin), "type": rec.get("kind"), "at": _num(rec.get("t"))}
+        )
         for rec in journal.records
         if rec.get("type") == "change"
     ]
@@ -189,12 +246,14 @@ class Turn:
     typed: bool = False
     interrupted: bool = False
     final: bool = False
-    latency: float | None = None
-    """For an agent turn after a user turn: seconds from the user's turn ending to this
-    one starting (the response time)."""
+    first_text: float | None = None
+    """For an agent line that began the reply to a user turn: the reply's *first text*,
+    seconds from the end of the user's turn to this line's first text
+    (:attr:`~fishtalk.core.conversation.Waterfall.first_text`, from the line's
+    ``turn_latency`` record: the reducer's one rule binds a reply to its turn)."""
     heard: float | None = None
-    """For an agent turn: the heard latency the client measured for the reply this line
-    began (seconds; from its ``turn_latency`` record), when it has one."""
+    """For that line: the reply's *heard* latency, seconds
+    (:attr:`~fishtalk.core.conversation.Waterfall.heard`), when it has one."""
     heard_text: str | None = None
     """For the first line of a reply whose audio was heard offline (a ``heard`` record):
     the words heard, with :attr:`heard_method` and :attr:`heard_confidence`."""
@@ -245,10 +304,12 @@ class JournalSummary:
     end_reason: str | None = None
     end_message: str | None = None
     duration: float = 0.0
+    """Seconds from the header to the call's end (to the last record if it never ended)."""
     latency_turns: list[dict[str, Any]] = field(default_factory=list)
-    """Each ``turn_latency`` record's waterfall (``Waterfall.to_dict()``), in order."""
+    """Each ``turn_latency`` record's waterfall (``Waterfall.to_dict()``), in order, its
+    marks on the journal's clock (:func:`on_journal_clock`)."""
     latency_interrupts: list[dict[str, Any]] = field(default_factory=list)
-    """Each ``interrupt_latency`` record's timing, in order."""
+    """Each ``interrupt_latency`` record's timing, in order (marks as above)."""
 
     @property
     def started_at(self) -> str:
@@ -272,6 +333,7 @@ def summarize_journal(journal: Journal) -> JournalSummary:
     tools: dict[str, ToolCall] = {}
     heard_by_segment: dict[str, Mapping[str, Any]] = {}
     last_t = 0.0
+    ended_at: float | None = None
     for rec in journal.records:
         t = _num(rec.get("t"), last_t)
         last_t = max(last_t, t)
@@ -301,22 +363,17 @@ def summarize_journal(journal: Journal) -> JournalSummary:
         elif kind == "end":
             out.end_reason = str(rec.get("reason") or "") or None
             out.end_message = rec.get("message") if isinstance(rec.get("message"), str) else None
-    out.duration = last_t
+            ended_at = t if ended_at is None else ended_at
+        if ended_at is None and kind == "change" and rec.get("kind") == "ended":
+            ended_at = t
+    # The call lasts until it ended (the reducer's ``ended``, else the ``end`` record), not
+    # until the journal closed: a front end's ended screen is not part of the call.
+    out.duration = ended_at if ended_at is not None else last_t
     out.turns.sort(key=lambda turn: turn.start)
-    previous: Turn | None = None
-    for turn in out.turns:
-        if turn.speaker == "agent" and previous is not None and previous.speaker == "user":
-            turn.latency = round(max(0.0, turn.start - previous.end), 6)
-        previous = turn
-    heard = {
-        str(w.get("segment_id")): _num(w.get("heard_ms")) / 1000.0
-        for w in out.latency_turns
-        if w.get("segment_id") and isinstance(w.get("heard_ms"), int | float)
-    }
-    if heard:
-        for turn in out.turns:
-            if turn.speaker == "agent" and turn.segment_id in heard:
-                turn.heard = heard.pop(turn.segment_id)
+    origin = clock_origin(journal)
+    out.latency_turns = [on_journal_clock(w, origin) for w in out.latency_turns]
+    out.latency_interrupts = [on_journal_clock(i, origin) for i in out.latency_interrupts]
+    _bind_measures(out)
     for turn in out.turns:
         found = heard_by_segment.get(turn.segment_id)
         if turn.speaker == "agent" and found is not None:
@@ -331,6 +388,28 @@ def summarize_journal(journal: Journal) -> JournalSummary:
                 index = i
         call.turn = index
     return out
+
+
+def _seconds(ms: object) -> float | None:
+    return float(ms) / 1000.0 if isinstance(ms, int | float) and not isinstance(ms, bool) else None
+
+
+def _bind_measures(out: JournalSummary) -> None:
+    """Each reply's measures onto the agent line that began it: the waterfall names that
+    line (``segment_id``), so a line answering no user turn (the greeting) gets none and
+    every export, diff and report shows the reducer's figures, never a guess of its own."""
+    by_segment = {
+        str(w["segment_id"]): w
+        for w in out.latency_turns
+        if w.get("segment_id") and w.get("kind") != "unprompted"
+    }
+    if not by_segment:
+        return
+    for turn in out.turns:
+        w = by_segment.pop(turn.segment_id, None) if turn.speaker == "agent" else None
+        if w is not None:
+            turn.first_text = _seconds(w.get("first_text_ms"))
+            turn.heard = _seconds(w.get("heard_ms"))
 
 
 def _maybe_json(value: Any) -> Any:
@@ -408,13 +487,16 @@ def _apply_change(
 
 
 __all__ = [
+    "MARKS",
     "Journal",
     "JournalError",
     "JournalSummary",
     "ToolCall",
     "Turn",
     "change_events",
+    "clock_origin",
     "find_journal",
+    "on_journal_clock",
     "parse_lines",
     "read_journal",
     "summarize_journal",

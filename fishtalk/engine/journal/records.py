@@ -113,8 +113,11 @@ def header(
     wall: float,
     front_end: str | None = None,
     spoken: bool | None = None,
+    mono: float | None = None,
 ) -> dict[str, Any]:
-    """The first record of a journal."""
+    """The first record of a journal. ``mono``: the session clock (monotonic seconds) at
+    the header, the zero of every ``t``: the reader puts the marks that events carry on the
+    session clock (a latency waterfall's) on the journal's clock with it."""
     return {
         "type": "header",
         "format": FORMAT,
@@ -130,11 +133,13 @@ def header(
         "wall": round(wall, 3),
         "front_end": front_end,
         "spoken": spoken,
+        "mono": None if mono is None else round(mono, 6),
     }
 
 
 class Recorder:
-    """Turns observations into records; keeps the previous state to diff against.
+    """Turns observations into records (a reduction's records are its events, as the
+    session computed them).
 
     ``mono0``/``wall0``: the session clock and Unix time at the header, so each record's
     ``t`` is seconds since the header and ``wall`` is ``wall0 + t``.
@@ -143,7 +148,6 @@ class Recorder:
     def __init__(self, mono0: float, wall0: float) -> None:
         self.mono0 = mono0
         self.wall0 = wall0
-        self._state: conv.State | None = None
         self._last = 0.0
         self._approvals: dict[str, str] = {}
 
@@ -165,10 +169,7 @@ class Recorder:
         """The records for one observation (none, one, or several), observed at ``at_``
         (default: the observation's own time). A state's events carry their own time."""
         if isinstance(item, observe.Reduced):
-            previous, self._state = self._state, item.state
-            if previous is None:
-                previous = conv.initial_state(spoken=item.state.spoken)
-            return [change_record(c, self.stamp(c.at)) for c in conv.changes(previous, item.state)]
+            return [change_record(c, self.stamp(c.at)) for c in item.events]
         at = self.stamp(item.at if at_ is None else at_)
         match item:
             case observe.PacketIn(topic=topic, data=data, sender=sender):

@@ -18,7 +18,6 @@ import contextlib
 import logging
 import os
 import secrets
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from fishtalk.engine.journal import SUFFIX
 from fishtalk.engine.journal.records import Recorder, dumps, header
+from fishtalk.engine.journal.worker import WriterThread
 from fishtalk.engine.observe import AudioFrame, Observation
 
 if TYPE_CHECKING:
@@ -156,7 +156,6 @@ class JournalWriter:
         self._levels = levels
         self._items: deque[tuple[float, Observation | dict[str, Any]]] = deque()
         self._max = queue_size
-        self._stop = threading.Event()
         mono0, wall0 = clock(), wall()
         self._recorder = Recorder(mono0, wall0)
         self._clock = clock
@@ -173,12 +172,12 @@ class JournalWriter:
                 wall=wall0,
                 front_end=front_end,
                 spoken=spoken,
+                mono=mono0,
             )
         )
         self._flush()
-        self._closed = False
-        self._thread = threading.Thread(target=self._run, name="fishtalk-journal", daemon=True)
-        self._thread.start()
+        self._worker = WriterThread(self._run, "fishtalk-journal")
+        self._worker.start()
 
     # --- on the loop ------------------------------------------------------------------
 
@@ -230,11 +229,7 @@ class JournalWriter:
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Write what is queued, a ``closed`` record, and close the file; safe twice."""
-        if self._closed:
-            return
-        self._closed = True
-        self._stop.set()
-        self._thread.join(timeout)
+        self._worker.stop(timeout)
 
     # --- on the writer thread ---------------------------------------------------------
 
@@ -243,7 +238,7 @@ class JournalWriter:
         levels_moving = True
         try:
             while True:
-                stopping = self._stop.wait(FLUSH_INTERVAL)
+                stopping = self._worker.stopping.wait(FLUSH_INTERVAL)
                 self._drain()
                 now = self._clock()
                 if self._levels is not None and now - last_levels >= LEVELS_INTERVAL:

@@ -108,7 +108,8 @@ class Session(Room):
         return self._room
 
     def add_listener(self, fn: StateListener) -> Callable[[], None]:
-        """Call ``fn(state)`` on the loop after every reduction; returns a remover."""
+        """Call ``fn(state, events)`` on the loop after every reduction (the new state and
+        what changed in it); returns a remover."""
         self._listeners.append(fn)
 
         def remove() -> None:
@@ -154,12 +155,13 @@ class Session(Room):
         """Whether typed turns get spoken replies (else text-only, ``audio: false``)."""
         self._feed(conv.SetSpoken(spoken=spoken, at=self._clock()))
 
-    def hangup(self) -> None:
+    def hangup(self, reason: str = conv.END_USER_HANGUP) -> None:
         """End the session: ``user.hangup``, then disconnect. Safe to call twice, and from
-        any thread (a journal echo whose reader went away hangs up from its writer thread)."""
+        any thread (a journal echo whose reader went away hangs up from its writer thread).
+        ``reason``: the end reason to record (``interrupted`` for Ctrl-C)."""
         if self._state.ended:
             return
-        self._call_soon(lambda: self._feed(conv.Hangup(at=self._clock())))
+        self._call_soon(lambda: self._feed(conv.Hangup(at=self._clock(), reason=reason)))
 
     def notice(self, text: str) -> None:
         """Show ``text`` as a notice in the conversation (e.g. what a launcher does before

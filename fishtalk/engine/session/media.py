@@ -61,7 +61,8 @@ class Media(Core):
             from fishtalk.engine.replyaudio import ReplyAudio
 
             self._reply_audio = ReplyAudio()
-            self._listeners.append(self._reply_audio.state)
+            capture = self._reply_audio
+            self._listeners.append(lambda state, _events: capture.state(state))
         if isinstance(audio, AudioBackend):
             self._audio = audio
         elif audio is not None:

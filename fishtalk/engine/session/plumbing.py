@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -55,7 +55,10 @@ class Timeouts:
 
 DEFAULT_TIMEOUTS: Final = Timeouts()
 
-StateListener = Callable[[conv.State], None]
+StateListener = Callable[[conv.State, Sequence[conv.Change]], None]
+"""Called after every reduction with the new state and what changed in it: the events of
+:func:`fishtalk.core.conversation.changes`, computed once per reduction for every reader
+(the front ends, the journal, the Python API and ``fishtalk test``)."""
 
 
 class Core:
@@ -102,19 +105,23 @@ class Core:
                 inp = self._pending.popleft()
                 if self._observers:
                     self._observe(inp)
-                self._state, effects = conv.reduce(self._state, inp)
+                previous = self._state
+                self._state, effects = conv.reduce(previous, inp)
                 for effect in effects:
                     self._execute(effect)
                 state = self._state
+                events: Sequence[conv.Change] = ()
+                if self._observers or self._listeners:
+                    events = conv.changes(previous, state)
                 speaking = state.agent_state == "speaking"
                 if speaking is not self._agent_speaking:
                     self._agent_speaking = speaking
                     self._speaking_since = inp.at
                 if self._observers:
-                    self._observe(observe.Reduced(state, inp.at))
+                    self._observe(observe.Reduced(state, inp.at, events))
                 for listener in list(self._listeners):
                     try:
-                        listener(state)
+                        listener(state, events)
                     except Exception:
                         _log.exception("state listener failed")
         finally:

@@ -279,8 +279,7 @@ async def _settle(proc: asyncio.subprocess.Process, *tasks: asyncio.Future[Any])
 
 
 async def _exit_of(proc: asyncio.subprocess.Process) -> int:
-    # asyncio offers no "exited" event while the pipes stay open; a cheap poll it is.
-    while proc.returncode is None:  # noqa: ASYNC110
+    while proc.returncode is None:  # noqa: ASYNC110 - asyncio has no "exited" event while pipes stay open
         await asyncio.sleep(0.05)
     return proc.returncode
 

@@ -65,7 +65,7 @@ from fishtalk.sim.fish.listening import IdleClock, Listening
 from fishtalk.sim.fish.scenario import CallClientTool, Scenario
 from fishtalk.sim.fish.sessions import SimSession
 from fishtalk.sim.fish.speech import Speech
-from fishtalk.sim.fish.tools import ToolReply, Tools
+from fishtalk.sim.fish.tools import Tools
 from fishtalk.sim.fish.voice import Voice, pick_voice
 
 CONNECT_TIMEOUT: Final = 30.0
@@ -149,20 +149,6 @@ class SimAgent(AgentCore):
     async def call_client_tool(self, step: CallClientTool) -> None:
         """Run one ``client_tool.call`` step (see :meth:`client_tool`)."""
         await self.interpreter.call_client_tool(step)
-
-    async def client_tool(
-        self,
-        name: str,
-        params: dict[str, Any],
-        *,
-        expects_response: bool = True,
-        deadline: float | None = None,
-        call_id: str | None = None,
-    ) -> ToolReply:
-        """Ask the client to run ``name``; wait for its result up to the deadline."""
-        return await self.tools.call_client(
-            name, params, expects_response=expects_response, deadline=deadline, call_id=call_id
-        )
 
     # --- lifecycle ----------------------------------------------------------------------
 

@@ -351,23 +351,26 @@ class SessionEndpoint:
             self.on_session(session)
         return session
 
-    async def _end(self, request: web.Request) -> web.StreamResponse:
+    def _session_in(self, request: web.Request) -> SimSession | web.Response:
+        """The session a ``/sessions/{session_id}`` request names, or the error answer
+        (auth first, then 404)."""
         _public, failure = self._check_auth(request)
         if failure is not None:
             return failure
         session = self.sessions.get(request.match_info["session_id"])
-        if session is None:
-            return json_error(404, "Session not found")
+        return json_error(404, "Session not found") if session is None else session
+
+    async def _end(self, request: web.Request) -> web.StreamResponse:
+        session = self._session_in(request)
+        if isinstance(session, web.Response):
+            return session
         self.end_session(session.session_id)
         return web.Response(status=204)
 
     async def _get(self, request: web.Request) -> web.StreamResponse:
-        _public, failure = self._check_auth(request)
-        if failure is not None:
-            return failure
-        session = self.sessions.get(request.match_info["session_id"])
-        if session is None:
-            return json_error(404, "Session not found")
+        session = self._session_in(request)
+        if isinstance(session, web.Response):
+            return session
         return web.json_response(
             {
                 "session_id": session.session_id,

@@ -29,7 +29,6 @@ import secrets
 import time
 from collections.abc import Coroutine, Mapping
 from datetime import timedelta
-from types import TracebackType
 from typing import Any, Final, Literal
 
 from aiohttp import web
@@ -149,12 +148,7 @@ class SimServer:
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
 
     @property

@@ -8,7 +8,7 @@ went and the CLI edge maps it, and the reports' per-result ``exit_code``, to cod
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +17,14 @@ from fishtalk.core.errors import FishtalkError
 from fishtalk.workbench.agenttest.progress import PlainView, View
 from fishtalk.workbench.agenttest.report import summary_lines, write_reports
 from fishtalk.workbench.agenttest.results import TestResult
-from fishtalk.workbench.agenttest.runner import RunOptions, Target, plan, run_tests, sim_target
+from fishtalk.workbench.agenttest.runner import (
+    RunOptions,
+    Target,
+    plan,
+    run_tests,
+    sim_agent_settings,
+    sim_target,
+)
 from fishtalk.workbench.agenttest.spec import TestFile, load_test
 from fishtalk.workbench.agenttest.summary import heard_budgets
 
@@ -38,6 +45,8 @@ class TestCommand:
     target: Target
     sim: bool = False
     scenario: str | None = None
+    agent_settings: Mapping[str, object] = field(default_factory=dict)
+    """With ``sim``: ``[agent]`` settings of the simulated agent (``--agent-setting``)."""
     options: RunOptions = field(default_factory=RunOptions)
     junit: Path | None = None
     json_path: Path | None = None
@@ -78,8 +87,9 @@ async def _run(
         view.started(test.name if run == 1 else f"{test.name} #{run}")
 
     if command.sim:
+        settings = sim_agent_settings(tests, command.agent_settings)
         async with sim_target(
-            command.scenario, command.target.agent_id, command.target.timeouts
+            command.scenario, command.target.agent_id, command.target.timeouts, settings
         ) as target:
             target = Target(
                 target.agent_id,

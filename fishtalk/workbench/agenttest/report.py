@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from fishtalk.core.conversation.latency import figure
 from fishtalk.workbench.agenttest.results import TestResult
 from fishtalk.workbench.agenttest.summary import HeardBudget, heard_budgets, summary
 
@@ -17,7 +18,7 @@ EXCERPT_LINES = 8
 
 def result_lines(result: TestResult) -> list[str]:
     """One line per result, then (for a failure) what was expected and seen."""
-    took = f"({result.duration:.1f} s)"
+    took = f"({figure(result.duration)})"
     if result.status == "passed":
         return [f"PASS {result.label} {took}"]
     if result.status == "error":
@@ -40,17 +41,18 @@ def result_lines(result: TestResult) -> list[str]:
 def summary_lines(results: Sequence[TestResult]) -> list[str]:
     """The closing lines: counts, pass rate per repeated test, latency percentiles."""
     s = summary(results)
-    out = [
-        f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors ({s['total']} sessions)"
-    ]
+    opened = s["sessions"]
+    sessions = "no session opened" if not opened else f"{opened} session{'s' * (opened != 1)}"
+    out = [f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors ({sessions})"]
     repeated = {r.path or r.name for r in results if r.run > 1}
     for key, rate in s["pass_rate"].items():
         if key in repeated:
             out.append(f"  pass rate {rate:.0%}: {key}")
     if s["first_text_p50"] is not None:
-        out.append(f"first text: p50 {s['first_text_p50']:.2f} s, p95 {s['first_text_p95']:.2f} s")
+        p50, p95 = figure(s["first_text_p50"]), figure(s["first_text_p95"])
+        out.append(f"first text: p50 {p50}, p95 {p95}")
     if s["heard_p50"] is not None:
-        out.append(f"heard: p50 {s['heard_p50']:.3f} s, p95 {s['heard_p95']:.3f} s")
+        out.append(f"heard: p50 {figure(s['heard_p50'])}, p95 {figure(s['heard_p95'])}")
     for budget in heard_budgets(results):
         out.extend(budget_lines(budget))
     return out
@@ -59,8 +61,8 @@ def summary_lines(results: Sequence[TestResult]) -> list[str]:
 def budget_lines(budget: HeardBudget) -> list[str]:
     """A heard budget across runs: PASS/FAIL, then (failing) what was expected and seen."""
     p95 = budget.p95
-    figure = f"p95 {p95:.3f} s" if p95 is not None else "no figure"
-    head = f"{budget.label} ({figure}, budget {budget.budget:g} s)  [{budget.path}]"
+    seen = f"p95 {figure(p95)}" if p95 is not None else "no figure"
+    head = f"{budget.label} ({seen}, budget {budget.budget:g} s)  [{budget.path}]"
     failure = budget.failure
     if failure is None:
         return [f"PASS {head}"]

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from bisect import bisect_right
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -274,6 +274,11 @@ async def run_test(
         since = window.sent_at or window.start_time
         replying = turn.action in ("say", "speak", "listen")
         first = time_to_first_text(events, since) if replying else None
+        measured = by_window.get(index) if turn.action in ("say", "speak") else None
+        if measured is not None and measured.first_text is not None:
+            # The reply's first text as the journal, export and --metrics-json show it:
+            # the reducer's waterfall (one value per reply); a listen turn has none.
+            first = measured.first_text
         if first is not None:
             result.first_text.append(first)
         heard: list[HeardTurn] = []
@@ -441,14 +446,36 @@ async def run_tests(
 
 @contextlib.asynccontextmanager
 async def sim_target(
-    scenario: str | None, agent_id: str | None, timeouts: Timeouts | None = None
+    scenario: str | None,
+    agent_id: str | None,
+    timeouts: Timeouts | None = None,
+    agent_settings: Mapping[str, object] | None = None,
 ) -> AsyncIterator[Target]:
     """The built-in simulator, in this event loop, as a :class:`Target`. ``scenario``: a
     built-in name or a scenario file (None: the one named like the agent id, else
-    ``converse``)."""
+    ``converse``). ``agent_settings``: ``[agent]`` settings for every scenario it plays
+    (see :func:`sim_agent_settings`); a bad one raises ``ScenarioError`` (exit 2)."""
     from fishtalk.sim.fish.scenario import load_scenario
     from fishtalk.sim.runner import run_sim
 
     chosen = load_scenario(scenario) if scenario else None
-    async with run_sim(chosen) as handle:
+    async with run_sim(chosen, agent_overrides=agent_settings) as handle:
         yield Target(agent_id, api_url=handle.api_url, api_key=handle.dev_key, timeouts=timeouts)
+
+
+def sim_agent_settings(
+    tests: Sequence[TestFile], given: Mapping[str, object] | None = None
+) -> dict[str, object]:
+    """The sim's ``[agent]`` settings for a run of ``tests``: ``given`` (``--agent-setting``),
+    and, when every test is ``text_only``, a text-only greeting.
+
+    How the sim learns that its user is text-only: each typed turn says so itself (a
+    ``user.message`` with ``"audio": false``, as the wire protocol defines), and the sim
+    neither speaks nor paces such a reply. The greeting comes before any message, so the
+    only word the sim can have on it is its settings: a run whose tests all hear nothing
+    starts the sim with ``greeting_audio = false`` (``--agent-setting greeting_audio=true``
+    puts the voice back). Nothing else of the agent's behaviour changes."""
+    settings = dict(given or {})
+    if tests and all(test.text_only for test in tests):
+        settings.setdefault("greeting_audio", False)
+    return settings

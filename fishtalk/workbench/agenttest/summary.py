@@ -79,8 +79,8 @@ def heard_budgets(results: Sequence[TestResult]) -> list[HeardBudget]:
 
 
 def summary(results: Sequence[TestResult]) -> Mapping[str, Any]:
-    """Counts, pass rate per test, first-text and heard latency percentiles, and the heard
-    budgets checked across runs."""
+    """Counts (``sessions``: the sessions opened), pass rate per test, first-text and heard
+    latency percentiles (seconds), and the heard budgets checked across runs."""
     per: dict[str, list[bool]] = {}
     for r in results:
         per.setdefault(r.path or r.name, []).append(r.passed)
@@ -88,6 +88,8 @@ def summary(results: Sequence[TestResult]) -> Mapping[str, Any]:
     heard = [t.heard for r in results for t in r.heard if t.heard is not None]
     return {
         "total": len(results),
+        # A run that errored before its session opened (the request failed) opened none.
+        "sessions": sum(r.status != "error" or r.end_reason is not None for r in results),
         "passed": sum(r.passed for r in results),
         "failed": sum(r.status == "failed" for r in results),
         "errors": sum(r.status == "error" for r in results),

@@ -106,7 +106,7 @@ BUSY_STATES: Final = frozenset({"thinking", "speaking"})
 """Agent states in which a user turn waits (a polite user lets the agent finish)."""
 
 
-async def _until_listening(session: AgentSession, timeout: float) -> None:  # noqa: ASYNC109
+async def _until_listening(session: AgentSession, timeout: float) -> None:  # noqa: ASYNC109 - per turn
     """Wait until the agent is done thinking and speaking (agents that publish no state
     are never waited for)."""
     if session.state.agent_state not in BUSY_STATES:
@@ -117,7 +117,7 @@ async def _until_listening(session: AgentSession, timeout: float) -> None:  # no
     )
 
 
-async def _interrupt(session: AgentSession, turn: Turn, timeout: float) -> None:  # noqa: ASYNC109
+async def _interrupt(session: AgentSession, turn: Turn, timeout: float) -> None:  # noqa: ASYNC109 - per turn
     """With ``interrupt_after``: wait for the agent's first text, then that long, then
     interrupt it."""
     if turn.interrupt_after is None:
@@ -135,6 +135,6 @@ async def _interrupt(session: AgentSession, turn: Turn, timeout: float) -> None:
     session.interrupt()
 
 
-async def _replies(session: AgentSession, count: int, timeout: float) -> None:  # noqa: ASYNC109
+async def _replies(session: AgentSession, count: int, timeout: float) -> None:  # noqa: ASYNC109 - per turn
     for _ in range(count):
         await session.wait_for_line(timeout)

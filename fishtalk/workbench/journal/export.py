@@ -1,7 +1,11 @@
 """A journal rendered for people and programs: Markdown, text, JSON, SRT and WebVTT.
 
 Every time is on the session clock (seconds since the journal's header), so the cues of
-``srt``/``vtt`` line up with a recording of the call. Remote text is written as it was
+``srt``/``vtt`` line up with a recording of the call; the latency waterfall's marks too
+(:func:`~fishtalk.engine.journal.reader.on_journal_clock`). A reply's measures have one
+name, one value and one wording everywhere: *first text* and *heard*, the reducer's
+waterfall figures bound to the line that began the reply (``first text 0.43 s`` in text,
+``first_text_ms: 432.8`` in JSON, as in ``--metrics-json``). Remote text is written as it was
 said, minus control characters (:func:`fishtalk.core.text.strip`): an export is safe to ``cat``.
 Pure functions: they return the text.
 """
@@ -11,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final, Literal, TypeAlias
 
-from fishtalk.core.conversation.latency import percentile
+from fishtalk.core.conversation.latency import measure_words, percentile
 from fishtalk.core.text import json_escape, strip
 from fishtalk.engine.journal.reader import JournalSummary, ToolCall, Turn
 
@@ -46,12 +50,21 @@ def _line(text: str) -> str:
     return " ".join(strip(text).split())
 
 
+MAX_VALUE_CHARS: Final = 300
+"""A tool's params or result longer than this is cut in ``md``/``txt`` (``json`` keeps all)."""
+
+
 def _compact(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
-        return _line(value)
-    return _line(json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True))
+        text = _line(value)
+    else:
+        text = _line(json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True))
+    if len(text) > MAX_VALUE_CHARS:
+        more = len(text) - MAX_VALUE_CHARS
+        text = f"{text[:MAX_VALUE_CHARS]}… [{more} more characters]"
+    return text
 
 
 def _turn_note(turn: Turn) -> str:
@@ -60,10 +73,7 @@ def _turn_note(turn: Turn) -> str:
         notes.append("typed")
     if turn.interrupted:
         notes.append("interrupted")
-    if turn.latency is not None:
-        notes.append(f"answered after {turn.latency:.2f} s")
-    if turn.heard is not None:
-        notes.append(f"heard after {turn.heard:.2f} s")
+    notes += measure_words(turn.first_text, turn.heard)
     if turn.heard_text is not None:
         notes.append(heard_note(turn.heard_text, turn.heard_method, turn.heard_confidence))
     return f" ({', '.join(notes)})" if notes else ""
@@ -87,7 +97,8 @@ def _tool_line(call: ToolCall) -> str:
         outcome += f" -> {_compact(call.result)}"
     took = f", {call.duration:.2f} s" if call.duration is not None else ""
     approval = f", {call.approval}" if call.approval else ""
-    return f"{kind} {_line(call.name)}({params}) {outcome}{took}{approval}"
+    cut = " [truncated by the agent]" if call.truncated else ""
+    return f"{kind} {_line(call.name)}({params}) {outcome}{took}{approval}{cut}"
 
 
 def events(
@@ -169,6 +180,11 @@ def _tool_dict(call: ToolCall) -> dict[str, Any]:
     }
 
 
+def _ms(seconds: float | None) -> float | None:
+    # As the waterfall writes its figures (Waterfall.to_dict): one value, one rounding.
+    return None if seconds is None else round(seconds * 1000.0, 1)
+
+
 def to_data(summary: JournalSummary) -> dict[str, Any]:
     """The summary as plain JSON data (what ``--format json`` prints)."""
     journal = summary.journal
@@ -185,7 +201,8 @@ def to_data(summary: JournalSummary) -> dict[str, Any]:
                 "interrupted": turn.interrupted,
                 "timings": {
                     "duration": round(turn.duration, 3),
-                    "latency": round(turn.latency, 3) if turn.latency is not None else None,
+                    "first_text_ms": _ms(turn.first_text),
+                    "heard_ms": _ms(turn.heard),
                 },
                 "tools": [c.call_id for c in summary.tools if c.turn == index],
             }

@@ -10,7 +10,7 @@ caller paces the states (:func:`paced`) and renders them.
 from __future__ import annotations
 
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import fields
 from typing import Any, Final
 
@@ -89,12 +89,16 @@ def inputs(journal: Journal) -> Iterator[tuple[float, conv.Input]]:
     yield from notices
 
 
-def states(journal: Journal, *, spoken: bool = False) -> Iterator[tuple[float, conv.State]]:
-    """Each state the session went through, with when it was reached."""
+def states(
+    journal: Journal, *, spoken: bool = False
+) -> Iterator[tuple[float, conv.State, Sequence[conv.Change]]]:
+    """Each state the session went through, with when it was reached and what changed in
+    it (the replay's event stream, computed once here as the live session does)."""
     state = conv.initial_state(spoken=spoken)
     for at, inp in inputs(journal):
+        previous = state
         state, _effects = conv.reduce(state, inp)
-        yield at, state
+        yield at, state, conv.changes(previous, state)
 
 
 def delays(times: list[float], speed: float) -> list[float]:

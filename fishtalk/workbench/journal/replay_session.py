@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from fishtalk.core import conversation as conv
 from fishtalk.engine.audio.base import AudioBackend, AudioLevels, NullAudio
@@ -51,9 +51,9 @@ class ReplaySession:
         self._initial = conv.initial_state(spoken=spoken)
         self._state = self._initial
         self._played = list(states(journal, spoken=spoken))
-        self._times = [t for t, _ in self._played]
+        self._times = [t for t, _, _ in self._played]
         self._start = self._times[0] if self._times else 0.0
-        self._listeners: list[Callable[[conv.State], None]] = []
+        self._listeners: list[Callable[[conv.State, Sequence[conv.Change]], None]] = []
         self._audio = NullAudio("replay")
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()
@@ -105,14 +105,19 @@ class ReplaySession:
         """How many of the recorded states have been shown (the index of the next one)."""
         return self._next
 
-    def add_listener(self, fn: Callable[[conv.State], None]) -> None:
-        """Call ``fn`` with each replayed state."""
+    def add_listener(self, fn: Callable[[conv.State, Sequence[conv.Change]], None]) -> None:
+        """Call ``fn(state, events)`` with each replayed state and what changed since the
+        one shown before it (as a live session's listeners are called)."""
         self._listeners.append(fn)
 
-    def _show(self, state: conv.State) -> None:
+    def _show(self, state: conv.State, events: Sequence[conv.Change] | None = None) -> None:
+        """Show ``state``: its recorded ``events`` when it follows the shown one, else (a
+        jump) what changed between the two."""
+        if events is None:
+            events = conv.changes(self._state, state)
         self._state = state
         for listener in list(self._listeners):
-            listener(state)
+            listener(state, events)
 
     def _set_pos(self, pos: float) -> None:
         self._pos = pos
@@ -138,7 +143,7 @@ class ReplaySession:
                 finally:
                     self.parked = False
                 continue
-            at, state = self._played[self._next]
+            at, state, events = self._played[self._next]
             wait = 0.0
             if self.speed > 0:
                 wait = max(0.0, (at - self._start - self.position) / self.speed)
@@ -150,7 +155,7 @@ class ReplaySession:
                 break
             self._next += 1
             self._set_pos(at - self._start)
-            self._show(state)
+            self._show(state, events)
         else:
             if not self._stop.is_set():
                 self.finished = True
@@ -199,7 +204,7 @@ class ReplaySession:
             return False
         have = _segments(self._state)
         for index in range(self._next, len(self._played)):
-            at, state = self._played[index]
+            at, state, _ = self._played[index]
             if _segments(state) > have:
                 self._go_to(index + 1, at - self._start)
                 return True
@@ -254,7 +259,7 @@ class ReplaySession:
     def set_spoken(self, spoken: bool) -> None:
         """Ignored."""
 
-    def hangup(self) -> None:
+    def hangup(self, reason: str = conv.END_USER_HANGUP) -> None:
         """Stop the playback where it is."""
         self._stop.set()
         self._wake.set()

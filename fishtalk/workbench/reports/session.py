@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fishtalk.core.conversation.latency import measure_words
 from fishtalk.engine.journal.reader import (
     Journal,
     JournalSummary,
@@ -45,10 +46,7 @@ def _turn_item(turn: Turn) -> str:
         badges.append(_badge("interrupted", "bad"))
     if not turn.final:
         badges.append(_badge("truncated: never final", "bad"))
-    if turn.latency is not None:
-        badges.append(_badge(f"answered after {ms(turn.latency * 1000)}"))
-    if turn.heard is not None:
-        badges.append(_badge(f"heard after {ms(turn.heard * 1000)}", "ok"))
+    badges += [_badge(words) for words in measure_words(turn.first_text, turn.heard)]
     notes = f"<div>{''.join(badges)}</div>" if badges else ""
     return (
         f'<li class="item line {speaker}" data-kind="{speaker}" data-t="{turn.start:.3f}">'
