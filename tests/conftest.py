@@ -49,6 +49,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if "FISHTALK_TEST_STATE" not in os.environ:
         state = tempfile.mkdtemp(prefix="fishtalk-test-state-")
         os.environ["FISHTALK_TEST_STATE"] = os.environ["XDG_STATE_HOME"] = state
+        # ... and the speech that test files synthesise out of the real cache.
+        os.environ["XDG_CACHE_HOME"] = os.path.join(state, "cache")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

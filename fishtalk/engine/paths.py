@@ -55,3 +55,13 @@ def state_dir() -> Path:
 def journal_dir() -> Path:
     """Directory for session journals (``<state_dir>/journal``)."""
     return state_dir() / "journal"
+
+
+def cache_dir() -> Path:
+    """The user cache directory, e.g. ``~/.cache/fishtalk`` on Linux (safe to delete)."""
+    return platformdirs.user_cache_path(APP_NAME, appauthor=False)
+
+
+def speech_cache_dir() -> Path:
+    """Where synthesised test speech is kept, by text and voice (``<cache_dir>/speech``)."""
+    return cache_dir() / "speech"

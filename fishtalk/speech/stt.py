@@ -10,6 +10,9 @@
   last resort; its results say so (``method="free"``).
 * :meth:`~Recognizer.align`: force-align a known text to the audio, to ask "does this
   audio say this text?" (a wrong text finds no alignment).
+* :meth:`~Recognizer.cover`: which words of a text the audio says, in order, by alignment
+  resumed where a partial one stopped (pocketsphinx's alignment can stop short at a long
+  pause; the rest of the text is then aligned to the rest of the audio).
 
 :meth:`~Recognizer.understand` tries the grammar and falls back to free decoding.
 pocketsphinx is the ``speech`` extra: without it, :func:`load` raises
@@ -22,11 +25,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 
 from fishtalk.core.errors import SpeechUnavailableError
+from fishtalk.speech.models import ModelPathError, UserModel
 from fishtalk.speech.pcm import STT_RATE, Pcm, convert
 from fishtalk.speech.recognition import Recognition, normalize
 
@@ -53,13 +58,65 @@ def available() -> bool:
     return importlib.util.find_spec("pocketsphinx") is not None
 
 
-def load() -> Recognizer:
-    """A recogniser on the bundled en-US model (about 0.5 s of CPU to load)."""
+def load_check() -> None:
+    """Raise :class:`SpeechUnavailableError` (one line naming the extra) without
+    pocketsphinx."""
+    if not available():
+        raise SpeechUnavailableError("pocketsphinx", INSTALL_EXTRA)
+
+
+def load(model: UserModel | None = None) -> Recognizer:
+    """A recogniser on the bundled en-US model (about 0.5 s of CPU to load), or on the
+    user's own pocketsphinx ``model`` (:mod:`fishtalk.speech.models`).
+
+    A faster-whisper model raises :class:`SpeechUnavailableError` without its package and
+    :class:`~fishtalk.speech.models.ModelPathError` with it (hearing is pocketsphinx's:
+    its alignment is what the spoken checks rest on)."""
     try:
         pocketsphinx = importlib.import_module("pocketsphinx")
     except ImportError as exc:
         raise SpeechUnavailableError("pocketsphinx", INSTALL_EXTRA) from exc
-    return Recognizer(pocketsphinx.Decoder(samprate=STT_RATE, loglevel="FATAL"))
+    if model is None:
+        return Recognizer(pocketsphinx.Decoder(samprate=STT_RATE, loglevel="FATAL"))
+    model.require()
+    if model.kind != "pocketsphinx":
+        raise ModelPathError(
+            f"{model.path}: a {model.kind} model; fishtalk hears with pocketsphinx models "
+            "(its forced alignment is what the spoken checks rest on)"
+        )
+    paths = {"hmm": model.path, "dict": model.dictionary, "lm": model.language_model}
+    options = {key: str(value) for key, value in paths.items() if value is not None}
+    try:
+        decoder = pocketsphinx.Decoder(samprate=STT_RATE, loglevel="FATAL", **options)
+    except (RuntimeError, ValueError) as exc:
+        raise ModelPathError(f"{model.path}: pocketsphinx cannot load it ({exc})") from None
+    return Recognizer(decoder)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What :meth:`Recognizer.cover` found: the text's words the audio says."""
+
+    words: tuple[str, ...]
+    """The text, normalised, word by word."""
+    covered: tuple[str, ...]
+    """The words the audio was aligned to, in order."""
+    share: float
+    """``len(covered) / len(words)`` (0 for an empty text)."""
+    speech_seconds: float
+
+    @property
+    def heard_nothing(self) -> bool:
+        """The audio held no speech."""
+        return self.speech_seconds <= 0
+
+    def says(self, phrase: str) -> bool:
+        """Whether the covered words hold ``phrase``'s words, one after the other."""
+        want = normalize(phrase).split()
+        have = list(self.covered)
+        return bool(want) and any(
+            have[i : i + len(want)] == want for i in range(len(have) - len(want) + 1)
+        )
 
 
 def jsgf(phrases: list[str]) -> str:
@@ -170,6 +227,45 @@ class Recognizer:
         share = len(usable) / len(words)
         return Recognition(" ".join(words), "align", share * found[1], seconds, matched=True)
 
+    def cover(self, audio: Pcm, rate: int, text: str) -> Coverage:
+        """The words of ``text`` that ``audio`` says, in order, found by forced alignment.
+
+        An alignment that stops short (the bundled model loses its place at some pauses)
+        is resumed: the words left are aligned to the audio after the last word aligned.
+        A text the audio does not say finds no alignment at all, so the share covered
+        is a measure of "does this audio say this text?" that does not depend on the free
+        decoder's poor accuracy on synthetic voices.
+        """
+        words = normalize(text).split()
+        pcm = convert(audio, rate, STT_RATE)
+        seconds = speech_seconds(pcm, STT_RATE)
+        covered: list[str] = []
+        at_word, at_sample = 0, 0
+        while at_word < len(words) and seconds > 0:
+            # An unknown word cannot be aligned: skip it (it counts as not covered).
+            if not self.known(words[at_word]):
+                at_word += 1
+                continue
+            run = [w for w in words[at_word:] if self.known(w)]
+            self._decoder.set_align_text(" ".join(run))
+            if self._decode(pcm[at_sample:], STT_RATE) is None:
+                break
+            aligned = [
+                (seg.word.split("(")[0], seg.start_frame, seg.end_frame)
+                for seg in self._decoder.seg()
+                if not seg.word.startswith(("<", "[")) and seg.word != "</s>"
+            ]
+            if not aligned:
+                break
+            covered += [w for w, _, _ in aligned]
+            at_word = words.index(aligned[-1][0], at_word) + 1
+            # Where the alignment lost its place, the last word's end is unreliable (a
+            # long silence after it may hold the next words): resume at its start, the
+            # leading silence of the next alignment taking the word itself.
+            at_sample += aligned[-1][1] * STT_RATE // 100  # pocketsphinx frames: 10 ms
+        share = len(covered) / len(words) if words else 0.0
+        return Coverage(tuple(words), tuple(covered), share, seconds)
+
     def understand(self, audio: Pcm, rate: int, phrases: list[str]) -> Recognition:
         """A whole phrase of ``phrases`` if the audio says one, else free decoding."""
         heard = self.grammar(audio, rate, phrases)
@@ -178,4 +274,13 @@ class Recognizer:
         return self.free(audio, rate)
 
 
-__all__ = ["INSTALL_EXTRA", "Recognizer", "available", "jsgf", "load", "speech_seconds"]
+__all__ = [
+    "INSTALL_EXTRA",
+    "Coverage",
+    "Recognizer",
+    "available",
+    "jsgf",
+    "load",
+    "load_check",
+    "speech_seconds",
+]

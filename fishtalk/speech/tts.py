@@ -21,6 +21,10 @@ ESPEAK = "espeak-ng"
 INSTALL_ESPEAK = "install the espeak-ng package (apt install espeak-ng, brew install espeak-ng)"
 
 
+class SynthesisError(ValueError):
+    """espeak-ng refused the request (an unknown voice): ``str(exc)`` is its reason."""
+
+
 def find_espeak() -> str | None:
     """The ``espeak-ng`` executable on PATH, or None."""
     return shutil.which(ESPEAK)
@@ -55,7 +59,11 @@ class Espeak:
             argv += ["-v", self.voice]
         return argv
 
-    def _decode(self, out: bytes, rate: int) -> Pcm:
+    def _decode(self, out: bytes, rate: int, code: int | None, err: bytes) -> Pcm:
+        if code:
+            # espeak-ng's own reason ("The specified espeak-ng voice does not exist.").
+            reason = err.decode("utf-8", "replace").strip().removeprefix("Error: ")
+            raise SynthesisError(reason.splitlines()[0] if reason else f"exit status {code}")
         try:
             return decode_wav(out, rate)
         except (wave.Error, EOFError, ValueError) as exc:
@@ -66,7 +74,7 @@ class Espeak:
         done = subprocess.run(
             self.argv(), input=text.strip().encode("utf-8"), capture_output=True, check=False
         )
-        return self._decode(done.stdout, rate)
+        return self._decode(done.stdout, rate, done.returncode, done.stderr)
 
     async def synthesize_async(self, text: str, rate: int) -> Pcm:
         """:meth:`synthesize` without blocking the event loop."""
@@ -74,10 +82,10 @@ class Espeak:
             *self.argv(),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
         )
-        out, _ = await proc.communicate(text.strip().encode("utf-8"))
-        return self._decode(out, rate)
+        out, err = await proc.communicate(text.strip().encode("utf-8"))
+        return self._decode(out, rate, proc.returncode, err)
 
 
-__all__ = ["ESPEAK", "INSTALL_ESPEAK", "Espeak", "find_espeak"]
+__all__ = ["ESPEAK", "INSTALL_ESPEAK", "Espeak", "SynthesisError", "find_espeak"]

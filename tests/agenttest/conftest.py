@@ -3,6 +3,7 @@ scenarios in ``scenarios/`` (and the README's support example) by agent id."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Final
 
 import pytest
 
-from fishtalk.sim.fish.scenario import load_scenario
+from fishtalk.sim.fish.scenario import Scenario, load_scenario
 from fishtalk.sim.runner import SimInfo, SimThread
 
 HERE: Final = Path(__file__).parent
@@ -39,13 +40,22 @@ def sim() -> Iterator[SimInfo]:
     """The sim: agent ids ``chat`` and ``silent`` play ``scenarios/``, ``support`` the
     support example's scenario, and those of :data:`VOICE_DEFECTS` ``voice.toml``."""
     voice = load_scenario(SCENARIOS / "voice.toml")
-    scenarios = {
-        "chat": load_scenario(SCENARIOS / "chat.toml"),
-        "silent": load_scenario(SCENARIOS / "silent.toml"),
-        "support": load_scenario(SUPPORT_SCENARIO),
-        **{name: voice.with_agent(setting) for name, setting in VOICE_DEFECTS.items()},
-    }
-    thread = SimThread(scenarios["chat"], scenarios=scenarios)
+    with sim_playing(
+        {
+            "chat": load_scenario(SCENARIOS / "chat.toml"),
+            "silent": load_scenario(SCENARIOS / "silent.toml"),
+            "support": load_scenario(SUPPORT_SCENARIO),
+            **{name: voice.with_agent(setting) for name, setting in VOICE_DEFECTS.items()},
+        }
+    ) as info:
+        yield info
+
+
+@contextlib.contextmanager
+def sim_playing(scenarios: dict[str, Scenario]) -> Iterator[SimInfo]:
+    """The sim on its own thread, playing ``scenarios`` by agent id (the first one for
+    any other id)."""
+    thread = SimThread(next(iter(scenarios.values())), scenarios=scenarios)
     info = thread.start()
     try:
         yield info

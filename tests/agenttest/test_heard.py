@@ -19,6 +19,7 @@ from fishtalk.core.errors import TestFileError
 from fishtalk.sim.runner import SimInfo
 from fishtalk.workbench.agenttest.checks import check
 from fishtalk.workbench.agenttest.command import RunOutcome
+from fishtalk.workbench.agenttest.expect import Expect
 from fishtalk.workbench.agenttest.report import json_report, junit_xml, summary_lines, write_reports
 from fishtalk.workbench.agenttest.results import HeardTurn, TestResult
 from fishtalk.workbench.agenttest.runner import (
@@ -27,7 +28,7 @@ from fishtalk.workbench.agenttest.runner import (
     _waterfalls,
     run_tests,
 )
-from fishtalk.workbench.agenttest.spec import STARTER, Expect, parse_test
+from fishtalk.workbench.agenttest.spec import STARTER, parse_test
 from fishtalk.workbench.agenttest.summary import heard_budgets
 from fishtalk.workbench.agenttest.wavmic import FRAME_BYTES, WavMicrophone, speech_end
 

@@ -13,13 +13,14 @@ from fishtalk.core import conversation as conv
 from fishtalk.core.errors import NotFoundError, RunLimitError, TestFileError
 from fishtalk.workbench.agenttest.checks import check, normalise, params_match, percentile
 from fishtalk.workbench.agenttest.command import RunOutcome
+from fishtalk.workbench.agenttest.expect import Expect
 from fishtalk.workbench.agenttest.report import json_report, junit_xml, result_lines, summary_lines
 from fishtalk.workbench.agenttest.results import Failure, SeenCall, TestResult
 from fishtalk.workbench.agenttest.runner import (
     RunOptions,
     plan,
 )
-from fishtalk.workbench.agenttest.spec import STARTER, Expect, parse_test
+from fishtalk.workbench.agenttest.spec import STARTER, parse_test
 
 
 def error_of(text: str) -> str:

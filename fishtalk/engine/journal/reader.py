@@ -254,6 +254,11 @@ class Turn:
     heard: float | None = None
     """For that line: the reply's *heard* latency, seconds
     (:attr:`~fishtalk.core.conversation.Waterfall.heard`), when it has one."""
+    heard_text: str | None = None
+    """For the first line of a reply whose audio was heard offline (a ``heard`` record):
+    the words heard, with :attr:`heard_method` and :attr:`heard_confidence`."""
+    heard_method: str | None = None
+    heard_confidence: float | None = None
 
     @property
     def duration(self) -> float:
@@ -328,6 +333,7 @@ def summarize_journal(journal: Journal) -> JournalSummary:
     out = JournalSummary(journal)
     by_segment: dict[str, Turn] = {}
     tools: dict[str, ToolCall] = {}
+    heard_by_segment: dict[str, Mapping[str, Any]] = {}
     last_t = 0.0
     ended_at: float | None = None
     for rec in journal.records:
@@ -352,6 +358,10 @@ def summarize_journal(journal: Journal) -> JournalSummary:
             call.approval = rec.get("approval")
             call.run_duration = _num(rec.get("duration"))
             call.end = call.end if call.end is not None else t
+        elif kind == "heard":
+            ids = rec.get("segment_ids")
+            if isinstance(ids, list) and ids:
+                heard_by_segment[str(ids[0])] = rec  # the reply's first line shows it
         elif kind == "end":
             out.end_reason = str(rec.get("reason") or "") or None
             out.end_message = rec.get("message") if isinstance(rec.get("message"), str) else None
@@ -366,6 +376,12 @@ def summarize_journal(journal: Journal) -> JournalSummary:
     out.latency_turns = [on_journal_clock(w, origin) for w in out.latency_turns]
     out.latency_interrupts = [on_journal_clock(i, origin) for i in out.latency_interrupts]
     _bind_measures(out)
+    for turn in out.turns:
+        found = heard_by_segment.get(turn.segment_id)
+        if turn.speaker == "agent" and found is not None:
+            turn.heard_text = str(found.get("heard_text") or "")
+            turn.heard_method = str(found.get("method") or "")
+            turn.heard_confidence = _num(found.get("confidence"))
     out.tools = sorted(tools.values(), key=lambda call: call.start)
     for call in out.tools:
         index = None

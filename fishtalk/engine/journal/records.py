@@ -23,6 +23,10 @@ observation it takes off its queue. The record ``type`` values:
 ``levels``             microphone and agent audio levels (about 2 Hz while they move)
 ``end``                how the session ended
 ``closed``             the writer's last line: how many records were dropped
+``heard``              after ``closed``: what a reply's received audio said, heard offline
+                       by ``fishtalk test`` once the call was over (:func:`heard_record`):
+                       ``segment_ids``, ``heard_text``, ``method`` (``align``, ``free``,
+                       ``none``), ``confidence``; ``t`` is the reply's last line's time
 """
 
 from __future__ import annotations
@@ -90,6 +94,12 @@ def packet_fields(data: bytes) -> dict[str, Any]:
         pass
     preview = data[:PREVIEW_CHARS].decode("utf-8", "replace")
     return {"preview": preview, "size": len(data), "malformed": True}
+
+
+def heard_record(t: float, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``heard`` record: ``fields`` (segment ids, heard text, method, confidence...) at
+    ``t`` seconds on the journal's clock."""
+    return {"type": "heard", "t": round(t, 6), **fields}
 
 
 def header(

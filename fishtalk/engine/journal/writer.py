@@ -53,6 +53,14 @@ LevelsFn = Callable[[], Any]
 """Returns an object with ``mic_rms``, ``mic_peak``, ``agent_rms``, ``agent_peak``."""
 
 
+def append_records(path: Path, records: list[dict[str, Any]]) -> None:
+    """Add ``records`` to the end of a closed journal (what was worked out after the call,
+    e.g. ``heard`` records). Raises ``OSError``."""
+    with path.open("a", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(dumps(record) + "\n")
+
+
 def new_journal_id(now: datetime | None = None) -> str:
     """A sortable, unique file stem: ``20261130-232700-1a2b3c``."""
     now = now or datetime.now(UTC).astimezone()

@@ -133,9 +133,10 @@ class SimAgent(AgentCore):
 
     # --- what scenarios and tests call --------------------------------------------------
 
-    async def say(self, text: str, *, audio: bool = True) -> str:
-        """Speak ``text`` (or write it only); return the words actually delivered."""
-        return await self.speech.say(text, audio=audio)
+    async def say(self, text: str, *, audio: bool = True, sound: str | None = None) -> str:
+        """Speak ``text`` (or write it only); return the words actually delivered.
+        ``sound``: what the audio says instead (see :meth:`Speech.say`)."""
+        return await self.speech.say(text, audio=audio, sound=sound)
 
     async def publish_user_transcript(
         self, identity: str, segment: str, text: str, *, final: bool, track_sid: str = ""

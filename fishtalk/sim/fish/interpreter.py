@@ -135,7 +135,8 @@ class ScenarioInterpreter:
         }
 
     async def _step_say(self, step: Say) -> None:
-        await self._agent.say(self.fill(step.text), audio=step.audio)
+        sound = self.fill(step.sound) if step.sound is not None else None
+        await self._agent.say(self.fill(step.text), audio=step.audio, sound=sound)
 
     async def _step_state(self, step: SetState) -> None:
         await self._agent.set_state(step.value)

@@ -52,7 +52,10 @@ A scenario is a TOML file (stdlib ``tomllib``; no code runs from it). Top level:
 
 Steps (``do = ...`` and their fields, defaults in brackets):
 
-``say``              ``text``; ``audio`` [true] (false: transcript only, no speech).
+``say``              ``text``; ``audio`` [true] (false: transcript only, no speech);
+                     ``sound``: what the audio says instead of ``text``, word for word
+                     beside it (a voice drifting from its transcript, to test audio
+                     checks).
 ``state``            ``value``: any ``lk.agent.state`` string (set as is).
 ``client_tool``      ``name``; ``params`` [{}]; ``expects_response`` [true];
                      ``timeout`` [agent deadline] seconds; ``call_id`` [generated];
@@ -154,6 +157,8 @@ class Say(_Model):
     do: Literal["say"]
     text: str = Field(min_length=1)
     audio: bool = True
+    sound: str | None = Field(default=None, min_length=1)
+    """What the audio says instead of ``text`` (a voice that drifts from its transcript)."""
 
 
 class SetState(_Model):

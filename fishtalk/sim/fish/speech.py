@@ -97,11 +97,14 @@ class Speech:
         """Whether sound heard now is likely the agent's own voice coming back."""
         return self._core.state == "speaking" or time.monotonic() - self._spoke_at < ECHO_TAIL
 
-    async def say(self, text: str, *, audio: bool = True) -> str:
-        """Speak ``text`` (or write it only); return the words actually delivered."""
+    async def say(self, text: str, *, audio: bool = True, sound: str | None = None) -> str:
+        """Speak ``text`` (or write it only); return the words actually delivered.
+
+        ``sound``: what the audio says instead of ``text`` (a voice drifting from its
+        transcript, for tests of audio checks), word for word beside the transcript."""
         core = self._core
         delivered: list[str] = []
-        task = asyncio.ensure_future(self._speak(text, audio, delivered))
+        task = asyncio.ensure_future(self._speak(text, audio, delivered, sound))
         self._speaking = task
         try:
             await asyncio.wait({task})
@@ -122,7 +125,9 @@ class Speech:
             await core.set_state("listening")
         return spoken
 
-    async def _speak(self, text: str, audio: bool, delivered: list[str]) -> None:
+    async def _speak(
+        self, text: str, audio: bool, delivered: list[str], sound: str | None = None
+    ) -> None:
         segment = "SG_" + secrets.token_hex(6)
         attributes = {p.ATTR_SEGMENT_ID: segment, p.ATTR_TRANSCRIPTION_FINAL: "false"}
         if audio and self._track_sid:
@@ -133,7 +138,7 @@ class Speech:
         )
         try:
             if audio:
-                await self._speak_words(text, writer, delivered)
+                await self._speak_words(text, writer, delivered, sound)
             else:
                 # A line with no audio has no playback to pace it to: its words go out
                 # back to back, still one chunk each (issue 24).
@@ -145,7 +150,11 @@ class Speech:
             await asyncio.shield(writer.aclose(attributes={p.ATTR_TRANSCRIPTION_FINAL: "true"}))
 
     async def _speak_words(
-        self, text: str, writer: rtc.TextStreamWriter, delivered: list[str]
+        self,
+        text: str,
+        writer: rtc.TextStreamWriter,
+        delivered: list[str],
+        sound: str | None = None,
     ) -> None:
         assert self._source is not None
         settings = self._core.settings
@@ -155,8 +164,15 @@ class Speech:
         words = split_words(text)
         if not words:
             return
+        # With ``sound``, the audio says its words beside the transcript's (the longer
+        # one decides the length: a missing word is a written word with no sound, or a
+        # sound with no word).
+        sounds = split_words(sound) if sound is not None else words
+        count = max(len(words), len(sounds))
+        words += [""] * (count - len(words))
+        sounds += [" "] * (count - len(sounds))
         # Render the next word while this one plays (espeak-ng takes tens of ms a word).
-        upcoming = asyncio.ensure_future(self.voice.render(words[0]))
+        upcoming = asyncio.ensure_future(self.voice.render(sounds[0]))
         try:
             written = 0
             if settings.first_audio_delay_seconds > 0:
@@ -169,7 +185,7 @@ class Speech:
             for index, word in enumerate(words):
                 pcm = _gained(await upcoming, settings.voice_gain_db)
                 if index + 1 < len(words):
-                    upcoming = asyncio.ensure_future(self.voice.render(words[index + 1]))
+                    upcoming = asyncio.ensure_future(self.voice.render(sounds[index + 1]))
                 if settings.gap_seconds > 0 and index == len(words) // 2 and index:
                     # A stall mid-line: silence on the track, as a TTS that falls behind.
                     pause = silence(settings.gap_seconds)
@@ -216,7 +232,7 @@ class Speech:
                 start, sent = loop.time() + FEED_LEAD, 0
             await self._source.capture_frame(rtc.AudioFrame(frame.tobytes(), SAMPLE_RATE, 1, chunk))
             self.frames_sent += 1
-            if first:
+            if first and word:
                 # The word's first frame is queued: write the word as it starts playing.
                 await writer.write(word)
                 delivered.append(word)

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from fishtalk.core.errors import SpeechUnavailableError
 from fishtalk.speech import pcm as speech_pcm
-from fishtalk.speech.tts import Espeak
+from fishtalk.speech.tts import Espeak, SynthesisError
 
 SAMPLE_RATE: Final = 48_000
 """Sample rate of everything the sim says and hears."""
@@ -123,14 +123,16 @@ class EspeakVoice:
     executable: str
     name: str = "espeak-ng"
     words_per_minute: int = 165
+    accent: str = "en-us"
+    """espeak-ng's American voice: the one pocketsphinx's bundled en-US model hears (its
+    British default barely aligns), so tests can check what the sim's audio says."""
 
     async def render(self, word: str) -> Pcm:
         """Speak ``word`` (fed on stdin: never parsed as an option) and add its pause."""
+        engine = Espeak(self.executable, self.accent, self.words_per_minute)
         try:
-            audio = await Espeak(self.executable, "", self.words_per_minute).synthesize_async(
-                word, SAMPLE_RATE
-            )
-        except SpeechUnavailableError:
+            audio = await engine.synthesize_async(word, SAMPLE_RATE)
+        except (SpeechUnavailableError, SynthesisError):
             return ToneVoice().word_audio(word)
         # espeak pads every utterance with silence; trim it so words flow.
         loud = np.flatnonzero(np.abs(audio) > 300)

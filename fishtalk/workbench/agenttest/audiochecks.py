@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from fishtalk.core import conversation as conv
 from fishtalk.core.conversation.reply_audio import AudioBudgets, problems
+from fishtalk.workbench.agenttest.expect import Expect
 from fishtalk.workbench.agenttest.results import Failure
-from fishtalk.workbench.agenttest.spec import Expect
 
 KEEPS_TALKING: float = 1.0
 """With a turn's ``interrupt`` and no ``stops_within``: the agent's audio must stop within
@@ -59,7 +59,7 @@ def check_audio(
     interrupted: bool = False,
 ) -> list[Failure]:
     """The audio expectations of ``expect`` that ``reports`` break (one failure each)."""
-    if not (expect.checks_audio or interrupted):
+    if not (expect.checks_sound or interrupted):
         return []
     limits = budgets(expect, interrupted=interrupted)
     failures = []

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fishtalk.core import conversation as conv
+from fishtalk.workbench.agenttest.expect import Expect, ToolCall
+from fishtalk.workbench.agenttest.listening import HeardReply, spoken_failures
 from fishtalk.workbench.agenttest.results import Failure, HeardTurn, SeenCall
-from fishtalk.workbench.agenttest.spec import Expect, ToolCall
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
@@ -71,6 +72,7 @@ def check(
     latencies: Sequence[float] = (),
     interrupted: bool = False,
     heard: Sequence[HeardTurn] = (),
+    replies: Sequence[HeardReply] = (),
     pooled: bool = False,
 ) -> list[Failure]:
     """The expectations of ``expect`` that what was seen does not meet."""
@@ -156,6 +158,8 @@ def check(
                 )
             elif turn.heard > expect.max_heard:
                 fail(f"heard within {expect.max_heard:g} s", f"{label}heard: {turn.heard:.3f} s")
+    for expected, seen in spoken_failures(expect, replies):
+        fail(expected, seen)
     if expect.p95_heard is not None and not pooled:
         check_p95 = p95_heard_check(expect.p95_heard, heard)
         if check_p95 is not None:

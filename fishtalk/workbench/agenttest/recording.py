@@ -78,6 +78,11 @@ def seen_call(card: conv.ToolCard) -> SeenCall:
 def agent_lines(events: Sequence[tuple[float, conv.Change]]) -> list[str]:
     """The agent's lines among ``events``, in order, each as last seen (a line the session
     ended before it was finalised counts with the text it had)."""
+    return [text for text in agent_lines_by_id(events).values() if text]
+
+
+def agent_lines_by_id(events: Sequence[tuple[float, conv.Change]]) -> dict[str, str]:
+    """The agent's lines among ``events`` by segment id, in order, each as last seen."""
     lines: dict[str, str] = {}
     for _, e in events:
         if (
@@ -92,7 +97,7 @@ def agent_lines(events: Sequence[tuple[float, conv.Change]]) -> list[str]:
             and not e.segment.typed
         ):
             lines[e.segment.segment_id] = e.segment.text
-    return [text for text in lines.values() if text]
+    return lines
 
 
 def time_to_first_text(events: Sequence[tuple[float, conv.Change]], since: float) -> float | None:

@@ -12,6 +12,8 @@ from fishtalk.core.errors import FishtalkError
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
+    from fishtalk.workbench.agenttest.listening import HeardReply
+
 
 Status = Literal["passed", "failed", "error"]
 
@@ -113,6 +115,8 @@ class TestResult:
     p95_heard: float | None = None
     """The file's ``p95_heard`` budget when it is checked across runs (``--repeat``), not in
     this run (see :func:`heard_budgets`)."""
+    replies: list[HeardReply] = field(default_factory=list)
+    """Per reply, when a spoken expectation asked for it: what its audio said."""
     transcript: list[str] = field(default_factory=list)
     tool_calls: list[str] = field(default_factory=list)
     end_reason: str | None = None
@@ -143,6 +147,7 @@ class TestResult:
             "exit_code": None if self.failure is None else code_for_error(self.failure),
             "first_text": [round(v, 3) for v in self.first_text],
             "heard": [h.to_dict() for h in self.heard],
+            "heard_replies": [r.to_dict() for r in self.replies],
             "transcript": self.transcript,
             "tool_calls": self.tool_calls,
             "end_reason": self.end_reason,

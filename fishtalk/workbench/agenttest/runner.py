@@ -24,17 +24,19 @@ from fishtalk.core.errors import ConfigError, FishtalkError, RunLimitError, Test
 from fishtalk.engine.replyaudio.reporter import measure_all
 from fishtalk.workbench.agenttest.audiochecks import began_in, check_audio
 from fishtalk.workbench.agenttest.checks import check
+from fishtalk.workbench.agenttest.external import conversation, judged
 from fishtalk.workbench.agenttest.recording import (
     Recorder,
     Window,
     agent_lines,
+    agent_lines_by_id,
     agent_states,
     cut_short,
     time_to_first_text,
 )
 from fishtalk.workbench.agenttest.results import Failure, HeardTurn, TestResult
 from fishtalk.workbench.agenttest.spec import TestFile, Turn
-from fishtalk.workbench.agenttest.turns import TurnAborted, do_turn
+from fishtalk.workbench.agenttest.turns import TurnAborted, clip_key, do_turn
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from fishtalk.engine.parts import LiveKitTarget
     from fishtalk.engine.session import Timeouts
     from fishtalk.engine.tools.registry import ToolContext
+    from fishtalk.workbench.agenttest.listening import HeardReply
     from fishtalk.workbench.agenttest.wavmic import WavMicrophone
 
 _log = logging.getLogger(__name__)
@@ -125,23 +128,26 @@ async def run_test(
     recorder = Recorder()
     declared = set(test.tools)
     mic: WavMicrophone | None = None
-    clips: dict[str, bytes] = {}
-    if any(t.speak is not None for t in test.turns) or test.heard_budget or test.audio_checks:
-        # Spoken turns need the WAV microphone; heard budgets and audio checks need an
-        # audio path for the agent's replies (the same backend: silence in, replies out
-        # to nowhere).
-        from fishtalk.workbench.agenttest.wavmic import WavError, WavMicrophone, load_wav
+    clips: dict[tuple[str, str], bytes] = {}
+    if any(t.speak is not None for t in test.turns) or test.heard_budget or test.checks_audio:
+        # Spoken turns need the WAV microphone; heard budgets need an audio path for the
+        # agent's replies (the same backend: silence in, replies out to nowhere).
+        from fishtalk.speech.tts import SynthesisError
+        from fishtalk.workbench.agenttest.speaking import clip
+        from fishtalk.workbench.agenttest.wavmic import WavError, WavMicrophone
 
         mic = WavMicrophone()
         try:
             for turn in test.turns:
-                if turn.speak is not None and turn.speak not in clips:
-                    clips[turn.speak] = load_wav(Path(test.path).parent / turn.speak)
-        except WavError as exc:
-            result.status = "error"
-            result.failure = TestFileError(str(exc))
-            result.error = str(exc)
-            return result
+                key = clip_key(test, turn)
+                if turn.speak is not None and key not in clips:
+                    clips[key] = await asyncio.to_thread(
+                        clip, turn.speak, Path(test.path).parent, test.voice_of(turn)
+                    )
+        except (WavError, SynthesisError) as exc:
+            return _errored(result, TestFileError(str(exc)), started)
+        except FishtalkError as exc:  # no espeak-ng
+            return _errored(result, exc, started)
     try:
         if test.config_tools:
             from fishtalk.engine.tools.build import build_registry
@@ -161,7 +167,7 @@ async def run_test(
             timeouts=target.timeouts,
             journal=target.journal,
             **(target.livekit.session_options() if target.livekit is not None else {}),
-            reply_audio=test.audio_checks,
+            reply_audio=test.checks_audio,
         )
     except FishtalkError as exc:
         return _errored(result, exc, started)
@@ -183,7 +189,7 @@ async def run_test(
         async with session:
             if on_session is not None:
                 on_session(session)
-            if test.greets and test.turns[0].action != "listen":
+            if test.greets and (not test.turns or test.turns[0].action != "listen"):
                 try:
                     await session.wait_for_line(test.timeout)
                 except TimeoutError:
@@ -194,18 +200,32 @@ async def run_test(
                             f"no line from the agent within {test.timeout:g} s",
                         )
                     )
-            for index, turn in enumerate(test.turns, start=1):
-                where = f"turn {index} ({turn.describe()})"
+            index = 0
+            async for turn, where in conversation(test, session, failures):
+                index += 1
                 if windows:
                     windows[-1][2].end_index = len(recorder.events)
                 window = recorder.mark()
                 windows.append((turn, where, window))
                 try:
-                    await do_turn(session, turn, window, turn.timeout or test.timeout, mic, clips)
+                    await do_turn(
+                        session,
+                        turn,
+                        window,
+                        turn.timeout or test.timeout,
+                        mic,
+                        clips.get(clip_key(test, turn)),
+                    )
                 except TurnAborted as exc:
                     failures.append(Failure(where, "the turn completes", str(exc)))
                     break
-                if test.audio_checks:
+                if test.checks_speech and turn.action in ("say", "speak", "listen"):
+                    from fishtalk.workbench.agenttest.listening import reply_audio_settled
+
+                    await reply_audio_settled(
+                        session, window.start_time, turn.timeout or test.timeout
+                    )
+                elif test.checks_sound:
                     await _audio_drained(session)
                 if session.state.ended and turn.action != "hangup":
                     if index < len(test.turns):
@@ -228,6 +248,8 @@ async def run_test(
             return _errored(result, exc, started)
         failures.append(Failure(windows[-1][1], "the turn completes", str(exc)))
     state = session.state
+    if test.expect.judge is not None:
+        failures.extend(await judged(test, state.transcript))
     result.end_reason = state.end_reason
     result.journal = str(session.journal_path) if session.journal_path is not None else None
     result.transcript = [
@@ -250,6 +272,15 @@ async def run_test(
     # than the state, and the events' look at a reply may come before its end arrived.
     capture = session.reply_audio
     reports = measure_all(capture, state) if capture is not None else state.reply_audio
+    try:
+        heard_replies = await _hear(test, session, windows, recorder)
+    except (FishtalkError, ValueError) as exc:  # the model went missing since the file loaded
+        return _errored(result, TestFileError(f"hearing the replies: {exc}"), started)
+    result.replies = list(heard_replies.values())
+    if result.replies and session.journal_path is not None:
+        from fishtalk.workbench.agenttest.listening import journal_heard
+
+        await asyncio.to_thread(journal_heard, session.journal_path, result.replies)
     for index, (turn, where, window) in enumerate(windows):
         end = windows[index + 1][2].start_time if index + 1 < len(windows) else None
         failures.extend(
@@ -288,6 +319,7 @@ async def run_test(
                 first_text=first,
                 interrupted=cut_short(events),
                 heard=heard,
+                replies=[heard_replies[index]] if index in heard_replies else [],
             )
         )
     failures.extend(
@@ -303,6 +335,7 @@ async def run_test(
             latencies=result.first_text,
             interrupted=cut_short(recorder.events),
             heard=result.heard,
+            replies=result.replies,
             pooled=pooled,
         )
     )
@@ -324,6 +357,29 @@ async def _audio_drained(session: AgentSession) -> None:
         if last is None or time.monotonic() - last >= QUIET:
             return
         await asyncio.sleep(0.05)
+
+
+async def _hear(
+    test: TestFile,
+    session: AgentSession,
+    windows: Sequence[tuple[Turn, str, Window]],
+    recorder: Recorder,
+) -> dict[int, HeardReply]:
+    """Each reply's audio heard offline, by window index (only when a check needs it)."""
+    if not test.checks_speech:
+        return {}
+    from fishtalk.workbench.agenttest.listening import ReplyToHear, hear_replies
+
+    ends = [w.start_time for _, _, w in windows[1:]] + [None]
+    replies = [
+        ReplyToHear(
+            index, where, agent_lines_by_id(recorder.window(window)), window.start_time, end
+        )
+        for index, ((turn, where, window), end) in enumerate(zip(windows, ends, strict=True))
+        if turn.action in ("say", "speak", "listen")
+    ]
+    model = Path(test.path).parent / test.stt_model if test.stt_model is not None else None
+    return await hear_replies(session.reply_audio, replies, model)
 
 
 def _waterfalls(

@@ -30,6 +30,11 @@ A test file holds one conversation to run against an agent and what to expect of
     lines = 1                       # how many agent lines make the reply [1]
 
     [[turns]]
+    speak = "What is my balance?"   # text (anything not ending in .wav): spoken offline
+    voice = "en-gb"                 # by this espeak-ng voice (the file's `voice`, else
+                                    # espeak-ng's default), cached by text and voice
+
+    [[turns]]
     wait = 1.5                      # or wait_for_state = "listening",
                                     # or wait_for_event = "tool_card_added"
     [[turns]]
@@ -38,9 +43,15 @@ A test file holds one conversation to run against an agent and what to expect of
     [expect]                        # over the whole session
     no_errors = true
     end_reason = "user_hangup"
+    judge = { command = ["my-judge"], criteria = "polite and on topic" }
+
+A simulated caller (``caller = ["my-caller", "--persona", "impatient"]``, at most
+``caller_turns`` lines, each within ``caller_timeout`` seconds) answers after the turns
+(``turns`` may then be empty); it and the judge are the user's commands
+(:mod:`~fishtalk.workbench.agenttest.external` gives their contract).
 
 Expectations (per turn under ``expect``, or for the session under ``[expect]``) are listed
-in :class:`Expect`. Texts compare case- and punctuation-insensitively unless
+in :class:`~fishtalk.workbench.agenttest.expect.Expect`. Texts compare case- and punctuation-insensitively unless
 ``case_sensitive`` / ``exact_punctuation`` say otherwise.
 
 A file that does not follow the format raises :class:`TestFileError` naming the file, the
@@ -55,8 +66,6 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     JsonValue,
     ValidationError,
@@ -67,141 +76,15 @@ from pydantic import (
 
 from fishtalk.core.errors import TestFileError
 from fishtalk.core.validation import plain_message
+from fishtalk.workbench.agenttest.expect import (
+    MAX_COMMAND_TIMEOUT,
+    Expect,
+    _is_wav,
+    _Model,
+)
 
 DEFAULT_TIMEOUT: Final = 30.0
 """Seconds each turn may take unless the file says otherwise."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ToolCall(_Model):
-    """A tool call to look for: its name, and params that must be a subset of the call's."""
-
-    name: str = Field(min_length=1)
-    params: dict[str, JsonValue] | None = None
-
-
-def _as_calls(value: Any) -> Any:
-    if value is None:
-        return None
-    items = value if isinstance(value, list) else [value]
-    return [{"name": item} if isinstance(item, str) else item for item in items]
-
-
-def _as_list(value: Any) -> Any:
-    if isinstance(value, str):
-        return [value]
-    return value
-
-
-class Expect(_Model):
-    """What a turn (or the whole session) must show.
-
-    Reply text (a turn: the agent's lines during the turn; the session: all of them):
-    ``contains`` (a string or a list, all must occur), ``not_contains``, ``contains_any``
-    (a list, one must occur), ``one_of`` (the reply is one of these), ``regex`` (searched).
-    Tools: ``tool_called`` / ``tool_not_called`` (a name, ``{name, params}`` with params a
-    subset of the call's, or a list); server tools come from ``tool.*`` events, client
-    tools from ``client_tool.call``. ``agent_states``: states seen in this order.
-    ``interrupted``: an agent line was (true) or was not (false) cut short.
-    ``no_errors``: no error event. ``end_reason`` (session). ``max_first_text``: seconds
-    from the turn to the agent's first text; ``p95_first_text`` (session): the 95th
-    percentile of the turns' first-text latency.
-    Heard latency (the end of the user's turn to the agent heard, measured at the client;
-    only ``say`` and ``speak`` turns have one): ``max_heard``: seconds, for the turn (or,
-    under ``[expect]``, for every ``say``/``speak`` turn); ``p95_heard`` (session only):
-    the 95th percentile over the ``say``/``speak`` turns, across all runs with
-    ``--repeat``. A turn without a heard figure (e.g. a text-only reply) fails a heard
-    budget, naming why.
-    How replies sound (measured on the audio received; needs ``text_only = false``; see
-    :mod:`fishtalk.core.conversation.reply_audio`), for the turn's replies or, under
-    ``[expect]``, every reply: ``max_leading_silence``, ``max_gap`` (seconds),
-    ``max_clipping`` (a share, 0..1), ``loudness_range`` (``[low, high]`` LUFS),
-    ``max_talk_over`` (seconds), ``no_silent_replies`` (a reply with text has audible
-    audio: the signal, not speech recognition), ``no_mismatch`` (no audio without a
-    transcript, no transcript without audio); with a turn's ``interrupt``:
-    ``stops_within`` (seconds from the interrupt to the agent's last audible frame).
-    """
-
-    contains: list[str] | None = None
-    not_contains: list[str] | None = None
-    contains_any: list[str] | None = None
-    one_of: list[str] | None = None
-    regex: str | None = None
-    case_sensitive: bool = False
-    exact_punctuation: bool = False
-    tool_called: list[ToolCall] | None = None
-    tool_not_called: list[ToolCall] | None = None
-    agent_states: list[str] | None = None
-    no_errors: bool = False
-    interrupted: bool | None = None
-    end_reason: str | None = None
-    max_first_text: float | None = Field(default=None, gt=0)
-    p95_first_text: float | None = Field(default=None, gt=0)
-    max_heard: float | None = Field(default=None, gt=0)
-    p95_heard: float | None = Field(default=None, gt=0)
-    max_leading_silence: float | None = Field(default=None, ge=0)
-    max_gap: float | None = Field(default=None, gt=0)
-    max_clipping: float | None = Field(default=None, ge=0, le=1)
-    loudness_range: tuple[float, float] | None = None
-    max_talk_over: float | None = Field(default=None, ge=0)
-    no_silent_replies: bool = False
-    no_mismatch: bool = False
-    stops_within: float | None = Field(default=None, gt=0)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shapes(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            data = dict(data)
-            for key in ("contains", "not_contains"):
-                if key in data:
-                    data[key] = _as_list(data[key])
-            for key in ("tool_called", "tool_not_called"):
-                if key in data:
-                    data[key] = _as_calls(data[key])
-        return data
-
-    @model_validator(mode="after")
-    def _regex_compiles(self) -> Expect:
-        if self.regex is not None:
-            try:
-                re.compile(self.regex)
-            except re.error as exc:
-                raise ValueError(f"regex does not compile: {exc}") from None
-        span = self.loudness_range
-        if span is not None and span[0] > span[1]:
-            raise ValueError("loudness_range is [low, high] (LUFS), low first")
-        return self
-
-    @property
-    def checks_audio(self) -> bool:
-        """Whether any expectation is about how the replies sound."""
-        return (
-            self.no_silent_replies
-            or self.no_mismatch
-            or any(
-                v is not None
-                for v in (
-                    self.max_leading_silence,
-                    self.max_gap,
-                    self.max_clipping,
-                    self.loudness_range,
-                    self.max_talk_over,
-                    self.stops_within,
-                )
-            )
-        )
-
-    @property
-    def checks_reply(self) -> bool:
-        """Whether any expectation is about the reply text."""
-        return any(
-            v is not None
-            for v in (self.contains, self.not_contains, self.contains_any, self.one_of, self.regex)
-        )
 
 
 class Interrupt(_Model):
@@ -218,7 +101,10 @@ class Turn(_Model):
 
     say: str | None = Field(default=None, min_length=1)
     speak: str | None = Field(default=None, min_length=1)
-    """A WAV file (relative to the test file), published as the microphone."""
+    """Published as the microphone: a WAV file (relative to the test file) when it ends in
+    ``.wav``, otherwise text spoken offline (:mod:`~fishtalk.workbench.agenttest.speaking`)."""
+    voice: str | None = Field(default=None, min_length=1)
+    """A ``speak`` text's espeak-ng voice (the file's ``voice`` when not set)."""
     listen: bool | None = None
     wait: float | None = Field(default=None, ge=0)
     wait_for_state: str | None = None
@@ -254,6 +140,8 @@ class Turn(_Model):
                 "a turn needs exactly one of say, speak, listen, wait, wait_for_state, "
                 f"wait_for_event, hangup (got {', '.join(actions) or 'none'})"
             )
+        if self.voice is not None and (actions[0] != "speak" or _is_wav(self.speak)):
+            raise ValueError("voice goes with a speak turn whose value is text, not a WAV file")
         if self.interrupt_after is not None and actions[0] not in ("say", "speak"):
             raise ValueError("interrupt_after goes with a say or speak turn")
         if self.interrupt is not None and actions[0] not in ("say", "speak"):
@@ -267,6 +155,12 @@ class Turn(_Model):
                 "expect.max_heard goes with a say or speak turn (only a user turn has a "
                 "heard latency)"
             )
+        if self.expect.checks_audio and actions[0] not in ("say", "speak", "listen"):
+            raise ValueError(
+                "spoken expectations go with a say, speak or listen turn (one with a reply)"
+            )
+        if self.expect.judge is not None:
+            raise ValueError("expect.judge goes in the file's [expect]: it judges the session")
         if self.expect.p95_heard is not None:
             raise ValueError(
                 "expect.p95_heard goes in the file's [expect]: it is over all the say and "
@@ -322,6 +216,12 @@ class TestFile(_Model):
     agent: str | None = None
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
     text_only: bool = True
+    voice: str = ""
+    """The espeak-ng voice of ``speak`` texts (empty: espeak-ng's default); a ``.onnx``
+    path is a piper voice (needs the ``piper`` extra)."""
+    stt_model: str | None = Field(default=None, min_length=1)
+    """Your own pocketsphinx model folder (relative to the test file) for hearing the
+    agent's replies, instead of the bundled one (:mod:`fishtalk.speech.models`)."""
     greets: bool = True
     """The agent says something first: when the first turn is not ``listen``, the runner
     takes that line before it (so a ``say`` turn's reply is never the greeting)."""
@@ -329,9 +229,28 @@ class TestFile(_Model):
     """Client tools without a fixture run through the tools of the user's fishtalk config
     (tools with ``approve = "ask"`` are declined: nobody is there to answer)."""
     tools: dict[str, ToolFixture] = Field(default_factory=dict)
-    turns: list[Turn] = Field(min_length=1)
+    caller: list[str] | None = Field(default=None, min_length=1)
+    """A command answering each next user line after the turns (see the module doc)."""
+    caller_turns: int = Field(default=10, ge=1, le=100)
+    caller_timeout: float = Field(default=30.0, gt=0, le=MAX_COMMAND_TIMEOUT)
+    turns: list[Turn] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
     path: str = ""
+
+    @model_validator(mode="after")
+    def _something_to_do(self) -> TestFile:
+        if not self.turns and self.caller is None:
+            raise ValueError("a test needs [[turns]], a caller, or both")
+        if self.text_only and (
+            self.expect.checks_audio or any(t.expect.checks_audio for t in self.turns)
+        ):
+            raise ValueError(
+                "audio checks and spoken expectations need text_only = false: text-only "
+                "replies have no audio"
+            )
+        if self.caller is not None and not self.caller[0]:
+            raise ValueError("caller: the command's program (its first item) is empty")
+        return self
 
     @field_validator("expect")
     @classmethod
@@ -344,20 +263,26 @@ class TestFile(_Model):
             raise ValueError(f"{key} needs a say or speak turn to measure")
         return expect
 
-    @model_validator(mode="after")
-    def _audio_needs_speech(self) -> TestFile:
-        if self.text_only and (
-            self.expect.checks_audio or any(t.expect.checks_audio for t in self.turns)
-        ):
-            raise ValueError("audio checks need spoken replies: set text_only = false")
-        return self
+    @property
+    def checks_sound(self) -> bool:
+        """Whether the replies' audio is measured (a sound check, or an ``interrupt``)."""
+        return self.expect.checks_sound or any(
+            t.expect.checks_sound or t.interrupt is not None for t in self.turns
+        )
 
     @property
-    def audio_checks(self) -> bool:
-        """Whether the replies' audio is measured (an audio check, or an ``interrupt``)."""
-        return self.expect.checks_audio or any(
-            t.expect.checks_audio or t.interrupt is not None for t in self.turns
-        )
+    def checks_speech(self) -> bool:
+        """Whether the replies' audio is heard offline (a check of what it says)."""
+        return self.expect.checks_speech or any(t.expect.checks_speech for t in self.turns)
+
+    @property
+    def checks_audio(self) -> bool:
+        """Whether the replies' audio is kept: measured, heard, or both."""
+        return self.checks_sound or self.checks_speech
+
+    def voice_of(self, turn: Turn) -> str:
+        """The voice a ``speak`` text of ``turn`` is spoken in."""
+        return turn.voice or self.voice
 
     @property
     def heard_budget(self) -> bool:
@@ -447,17 +372,50 @@ def load_test(path: str | Path) -> TestFile:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise TestFileError(f"{path}: cannot read: {reason}") from None
     test = parse_test(text, source=str(path), name=path.stem)
+    if test.checks_speech:
+        from fishtalk.speech import stt
+
+        stt.load_check()
+    if test.stt_model is not None:
+        _check_model(test, path, text)
     for index, turn in enumerate(test.turns):
         if turn.speak is not None:
-            from fishtalk.workbench.agenttest.wavmic import WavError, load_wav
+            # Read each WAV and synthesise (into the cache) each text now: a bad one is
+            # named with its line before any session opens.
+            from fishtalk.speech.tts import SynthesisError
+            from fishtalk.workbench.agenttest.speaking import clip
+            from fishtalk.workbench.agenttest.wavmic import WavError
 
             try:
-                load_wav(path.parent / turn.speak)
-            except WavError as exc:
-                line = _line_of(text, ("turns", index, "speak"))
+                clip(turn.speak, path.parent, test.voice_of(turn))
+            except (WavError, SynthesisError) as exc:
+                key = "voice" if isinstance(exc, SynthesisError) else "speak"
+                line = _line_of(text, ("turns", index, key)) or _line_of(text, (key,))
                 where = f"{path}:{line}" if line else str(path)
-                raise TestFileError(f"{where}: turns[{index + 1}].speak: {exc}") from None
+                detail = (
+                    f"espeak-ng voice {test.voice_of(turn)!r}: {exc}" if key == "voice" else exc
+                )
+                raise TestFileError(f"{where}: turns[{index + 1}].{key}: {detail}") from None
     return test
+
+
+def _check_model(test: TestFile, path: Path, text: str) -> None:
+    """The file's ``stt_model`` is a pocketsphinx model whose package is installed."""
+    from fishtalk.speech.models import ModelPathError, identify
+
+    line = _line_of(text, ("stt_model",))
+    where = f"{path}:{line}" if line else str(path)
+    assert test.stt_model is not None
+    try:
+        model = identify(path.parent / test.stt_model)
+    except ModelPathError as exc:
+        raise TestFileError(f"{where}: stt_model: {exc}") from None
+    model.require()  # SpeechUnavailableError: one line naming the extra (exit 2)
+    if model.kind != "pocketsphinx":
+        raise TestFileError(
+            f"{where}: stt_model: a {model.kind} model; fishtalk hears with pocketsphinx "
+            "models (its forced alignment is what the spoken checks rest on)"
+        )
 
 
 STARTER: Final = """\

@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from fishtalk.core import conversation as conv
 from fishtalk.engine.audio.base import SAMPLE_RATE
 from fishtalk.workbench.agenttest.recording import Window, agent_lines
-from fishtalk.workbench.agenttest.spec import Turn
+from fishtalk.workbench.agenttest.spec import TestFile, Turn
 
 if TYPE_CHECKING:
     from fishtalk.agent_session import AgentSession
     from fishtalk.workbench.agenttest.wavmic import WavMicrophone
+
+
+def clip_key(test: TestFile, turn: Turn) -> tuple[str, str]:
+    """What identifies a ``speak`` turn's clip: its value and its voice."""
+    return (turn.speak or "", test.voice_of(turn))
 
 
 class TurnAborted(Exception):
@@ -29,7 +34,7 @@ async def do_turn(
     window: Window,
     timeout: float,  # noqa: ASYNC109 - each turn's own bound
     mic: WavMicrophone | None = None,
-    clips: Mapping[str, bytes] | None = None,
+    clip: bytes | None = None,
     events: Sequence[tuple[float, conv.Change]] | None = None,
 ) -> None:
     from fishtalk.core.errors import SessionEndedError
@@ -48,8 +53,7 @@ async def do_turn(
         elif action == "speak":
             assert turn.speak is not None
             assert mic is not None
-            assert clips is not None
-            clip = clips[turn.speak]
+            assert clip is not None
             async with asyncio.timeout(timeout + len(clip) / (2 * SAMPLE_RATE)):
                 await mic.speak(clip)
             window.sent_at = time.monotonic()

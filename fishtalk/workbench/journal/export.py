@@ -75,7 +75,17 @@ def _turn_note(turn: Turn) -> str:
     if turn.interrupted:
         notes.append("interrupted")
     notes += measure_words(turn.first_text, turn.heard)
+    if turn.heard_text is not None:
+        notes.append(heard_note(turn.heard_text, turn.heard_method, turn.heard_confidence))
     return f" ({', '.join(notes)})" if notes else ""
+
+
+def heard_note(text: str, method: str | None, confidence: float | None) -> str:
+    """What a reply's audio said, in a few words: ``audio said "..." (alignment, 0.93)``."""
+    if method == "none" or not text:
+        return "audio: heard nothing"
+    how = {"align": "alignment", "free": "free decoding"}.get(method or "", method or "?")
+    return f"audio said {text!r} ({how}, {confidence or 0.0:.2f})"
 
 
 def _tool_line(call: ToolCall) -> str:
@@ -225,6 +235,13 @@ def to_data(summary: JournalSummary) -> dict[str, Any]:
                 "tools": [c.call_id for c in summary.tools if c.turn == index],
             }
         )
+        if turn.heard_text is not None:
+            # Only in journals `fishtalk test` heard: other exports stay as they were.
+            turns[-1]["heard"] = {
+                "text": turn.heard_text,
+                "method": turn.heard_method,
+                "confidence": turn.heard_confidence,
+            }
     return {
         "journal_id": journal.journal_id,
         "session_id": journal.session_id,

@@ -41,11 +41,34 @@ def _build(cls: type, record: Mapping[str, Any], at: float) -> conv.Input | None
     return built
 
 
+def _heard_notices(journal: Journal) -> list[tuple[float, conv.Input]]:
+    """The ``heard`` records (written after the call) as notices at their replies' time."""
+    from fishtalk.workbench.journal.export import heard_note
+
+    notices: list[tuple[float, conv.Input]] = []
+    for rec in journal.records:
+        t = rec.get("t")
+        if rec.get("type") != "heard" or not isinstance(t, int | float):
+            continue
+        confidence = rec.get("confidence")
+        note = heard_note(
+            str(rec.get("heard_text") or ""),
+            str(rec.get("method") or ""),
+            float(confidence) if isinstance(confidence, int | float) else None,
+        )
+        notices.append((float(t), conv.AddNotice(text=note, at=float(t))))
+    return sorted(notices, key=lambda item: item[0])
+
+
 def inputs(journal: Journal) -> Iterator[tuple[float, conv.Input]]:
-    """The recorded reducer inputs, in order, with their time on the session clock."""
+    """The recorded reducer inputs, in order, with their time on the session clock (and
+    what each reply's audio said, when ``fishtalk test`` heard it, as a notice)."""
+    notices = _heard_notices(journal)
     for rec in journal.records:
         t = rec.get("t")
         at = float(t) if isinstance(t, int | float) else 0.0
+        while notices and notices[0][0] <= at and rec.get("type") != "heard":
+            yield notices.pop(0)
         kind = rec.get("type")
         if kind == "input":
             cls = _INPUT_CLASSES.get(str(rec.get("kind")))
@@ -63,6 +86,7 @@ def inputs(journal: Journal) -> Iterator[tuple[float, conv.Input]]:
             except ProtocolError:
                 continue  # likewise
             yield at, conv.AgentEventReceived(event=event, at=at)
+    yield from notices
 
 
 def states(

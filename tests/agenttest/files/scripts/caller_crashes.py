@@ -1,0 +1,3 @@
+"""A caller that crashes."""
+
+raise SystemExit("caller exploded: no persona")
