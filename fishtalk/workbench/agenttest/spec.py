@@ -51,8 +51,8 @@ A simulated caller (``caller = ["my-caller", "--persona", "impatient"]``, at mos
 (:mod:`~fishtalk.workbench.agenttest.external` gives their contract).
 
 Expectations (per turn under ``expect``, or for the session under ``[expect]``) are listed
-in :class:`~fishtalk.workbench.agenttest.expect.Expect`. Texts compare case- and punctuation-insensitively unless
-``case_sensitive`` / ``exact_punctuation`` say otherwise.
+in :class:`~fishtalk.workbench.agenttest.expect.Expect`. Texts compare case- and
+punctuation-insensitively unless ``case_sensitive`` / ``exact_punctuation`` say otherwise.
 
 A file that does not follow the format raises :class:`TestFileError` naming the file, the
 line and the key.
