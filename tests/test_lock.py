@@ -1,6 +1,6 @@
 """requirements-dev.lock (what CI installs) agrees with pyproject.toml (what users get).
 
-Every dependency and the dev and speech extras of pyproject.toml are pinned in the lock, with
+Every dependency and the extras CI installs (:data:`LOCKED_EXTRAS`) are pinned in the lock, with
 hashes, at a version inside pyproject's range; nothing in the lock is pinned twice or unhashed.
 """
 
@@ -16,13 +16,15 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements-dev.lock"
+LOCKED_EXTRAS = ("dev", "speech", "interop", "load", "audio-checks")
+"""The extras CI installs (the tests need them); whisper and piper stay the user's choice."""
 _PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)")
 
 
 def _declared() -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
     extras = project["optional-dependencies"]
-    lines = [*project["dependencies"], *extras["dev"], *extras["speech"]]
+    lines = [*project["dependencies"], *[r for extra in LOCKED_EXTRAS for r in extras[extra]]]
     return [Requirement(line) for line in lines]
 
 
