@@ -108,19 +108,19 @@ def test_caller_and_judge_are_validated() -> None:
     assert test.turns == []
     for text, why in [
         ('name = "x"\n', "t.toml: (top level): a test needs [[turns]], a caller, or both"),
-        ('caller = "my-caller"\n', "t.toml:1: caller: Input should be a valid list"),
-        ("caller = []\n", "t.toml:1: caller: List should have at least 1 item"),
+        ('caller = "my-caller"\n', "t.toml:1: caller: must be a list"),
+        ("caller = []\n", "t.toml:1: caller: must not be empty"),
         (
             '[[turns]]\nsay = "hi"\nexpect.judge = { command = ["j"], criteria = "c" }\n',
             "t.toml:1: turns[1]: expect.judge goes in the file's [expect]",
         ),
         (
             '[[turns]]\nsay = "hi"\n[expect]\njudge = { command = [""], criteria = "c" }\n',
-            "t.toml:4: expect.judge.command: Value error",
+            "t.toml:4: expect.judge.command: the command's program (its first item) is empty",
         ),
         (
             '[[turns]]\nsay = "hi"\n[expect]\njudge = { command = ["j"] }\n',
-            "t.toml:4: expect.judge.criteria: Field required",
+            "t.toml:4: expect.judge.criteria: is required",
         ),
     ]:
         with pytest.raises(TestFileError) as caught:

@@ -190,7 +190,7 @@ def test_reports_carry_the_heard_figures() -> None:
         "heard turn 1 (say 'x')": "420.0 ms",
         "heard turn 2 (say 'x')": "no figure: text-only",
     }
-    assert "heard: p50 0.420 s, p95 0.420 s" in summary_lines([r])
+    assert "heard: p50 0.42 s, p95 0.42 s" in summary_lines([r])
 
 
 def test_p95_across_repeats_is_its_own_check() -> None:
@@ -209,7 +209,7 @@ def test_p95_across_repeats_is_its_own_check() -> None:
     assert failing.failure == ("p95 heard within 1 s", "p95 heard: 5.000 s over 6 turn(s)")
     assert exit_code_of_run(RunOutcome(slower)) == 1
     lines = summary_lines(slower)
-    assert "FAIL t: heard p95 over 3 runs (p95 5.000 s, budget 1 s)  [t.toml]" in lines
+    assert "FAIL t: heard p95 over 3 runs (p95 5.00 s, budget 1 s)  [t.toml]" in lines
     assert "    seen p95 heard: 5.000 s over 6 turn(s)" in lines
     suite = ET.fromstring(junit_xml(slower))
     assert (suite.get("tests"), suite.get("failures")) == ("4", "1")

@@ -110,7 +110,7 @@ def test_spoken_expectations_need_audio_replies() -> None:
             "text_only = false\n[[turns]]\nwait = 1\nexpect.no_silent_replies = true\n",
             source="t.toml",
         )
-    with pytest.raises(TestFileError, match="less than or equal to 1"):
+    with pytest.raises(TestFileError, match="must be at most 1"):
         parse_test(
             "text_only = false\n[[turns]]\nlisten = true\nexpect.audio_matches_text = 2\n",
             source="t.toml",
