@@ -161,6 +161,10 @@ def main() -> int:
     mb = 1 << 20
     ratio = (page_bytes - audio_bytes) / journal_bytes
     print("## report")
+    print(
+        "<!-- lead: Size and open time in Chromium of a 30-minute session's HTML page, "
+        "against its journal. -->"
+    )
     print()
     print(
         f"The session page of a {args.minutes:g}-minute call ({turns} turns; synthetic journal "
