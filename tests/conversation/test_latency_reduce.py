@@ -460,6 +460,15 @@ def _check_waterfall(w: c.Waterfall) -> None:
     ],
     False,
 )
+@example(  # an end of speech again, for the turn an interrupt closed: no second waterfall
+    [
+        c.LatencyMark("speech_ended", 2.0),
+        c.LatencyMark("audio_received", 2.0),
+        c.Interrupt(2.0),
+        c.LatencyMark("speech_ended", 2.0),
+    ],
+    False,
+)
 def test_any_order_of_marks_keeps_the_waterfall_sound(script: list[c.Input], spoken: bool) -> None:
     s = ready(spoken)
     closed: list[c.Waterfall] = []

@@ -101,6 +101,8 @@ def _lat_user_turn_ended(r: _Step, kind: TurnKind, at: float, *, text_only: bool
             _lat_book(r, text_only=text_only)
             return
         _lat_close_turn(r, "next")
+    elif r.internal.user_turn <= lat.user_turns:
+        return  # an end of a user turn already measured and closed (reported again)
     _lat_open_turn(r, kind, at, text_only=text_only)
 
 
