@@ -151,7 +151,7 @@ class LatencySession(ScriptedSession):
         """Replace the state's latency part and notify the listeners, as a reduction does."""
         self._state = replace(self._state, latency=latency)
         for listener in list(self._listeners):
-            listener(self._state)
+            listener(self._state, ())
         return self._state
 
 
