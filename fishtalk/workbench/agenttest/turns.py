@@ -42,7 +42,7 @@ async def do_turn(
     action = turn.action
     try:
         if action in ("say", "speak"):
-            await _until_listening(session, timeout)
+            await _until_listening(session, timeout, SETTLE_SECONDS if action == "speak" else 0.0)
         if action == "say":
             assert turn.say is not None
             async with asyncio.timeout(timeout):
@@ -104,17 +104,34 @@ async def do_turn(
 
 BUSY_STATES: Final = frozenset({"thinking", "speaking"})
 """Agent states in which a user turn waits (a polite user lets the agent finish)."""
+SETTLE_SECONDS: Final = 0.6
+"""How long the agent must have been quiet before a ``speak`` turn starts talking: a
+person leaves a beat after the voice stops, and an agent that takes sound heard just
+after its own speech for its echo (the sim does, for half a second) would drop a turn
+spoken at once."""
 
 
-async def _until_listening(session: AgentSession, timeout: float) -> None:  # noqa: ASYNC109 - per turn
+async def _until_listening(session: AgentSession, timeout: float, settle: float) -> None:  # noqa: ASYNC109 - per turn
     """Wait until the agent is done thinking and speaking (agents that publish no state
-    are never waited for)."""
-    if session.state.agent_state not in BUSY_STATES:
-        return
-    await session.wait_for(
-        lambda e: isinstance(e, conv.AgentStateChanged) and e.agent_state not in BUSY_STATES,
-        timeout,
-    )
+    are never waited for), and then has stayed so for ``settle`` seconds."""
+
+    def busy(e: conv.Change) -> bool:
+        return isinstance(e, conv.AgentStateChanged) and e.agent_state in BUSY_STATES
+
+    async with asyncio.timeout(timeout):
+        while True:
+            if session.state.agent_state in BUSY_STATES:
+                await session.wait_for(
+                    lambda e: (
+                        isinstance(e, conv.AgentStateChanged) and e.agent_state not in BUSY_STATES
+                    )
+                )
+            if settle <= 0:
+                return
+            try:
+                await session.wait_for(busy, settle)
+            except TimeoutError:
+                return
 
 
 async def _interrupt(session: AgentSession, turn: Turn, timeout: float) -> None:  # noqa: ASYNC109 - per turn
