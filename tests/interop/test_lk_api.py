@@ -41,7 +41,10 @@ async def test_a_reply_streams_word_by_word_then_finalizes(lk_sim: SimInfo) -> N
     # prefix of the next, before the line was final.
     assert len(grew) >= 3, grew
     assert all(b.startswith(a) for a, b in itertools.pairwise(grew)), grew
-    assert states[:2] == ["initializing", "listening"], states
+    # The state is a sticky attribute: a client that joins after the agent left
+    # "initializing" reads "listening" first. Either way, the agent's states come in order.
+    assert states[0] in ("initializing", "listening"), states
+    assert "initializing" not in states[1:], states
     turn = states[states.index("thinking") :]
     assert turn[:3] == ["thinking", "speaking", "listening"], states
 
