@@ -7,14 +7,12 @@ whole, by free decoding. The result becomes the user's final transcript and a tu
 agent answers as it answers a typed one. Without the extra, :func:`ears` returns None and
 the agent keeps describing the sound it heard.
 
-One recogniser serves the whole process: it is loaded once (about half a second of CPU),
-off the event loop, and decodes one utterance at a time.
+One recogniser serves the whole process: it is loaded once (about half a second of CPU)
+in a child process of its own, and decodes one utterance at a time there.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from typing import Final
 
 import numpy as np
@@ -37,30 +35,29 @@ PAD_SECONDS: Final = 0.3
 """Faint noise added around an utterance before decoding it."""
 
 
+def _understand(recognizer: stt.Recognizer, audio: Pcm, rate: int, final: bool) -> Recognition:
+    """In the speech process: what ``audio`` says (see :meth:`Ears.understand`)."""
+    # The speech detector trims the quiet around speech; the decoder finds whole phrases
+    # more often with some faint noise around them (digital zeros hurt).
+    pad = (np.random.default_rng(0).normal(0, 10, round(PAD_SECONDS * rate))).astype(np.int16)
+    audio = np.concatenate([pad, audio, pad])
+    phrases = list(SPOKEN_COMMANDS)
+    if final:
+        return recognizer.understand(audio, rate, phrases)
+    # Interims: the grammar's best path so far is cheap and grows as words arrive.
+    return recognizer.grammar(audio, rate, phrases)
+
+
 class Ears:
-    """The process's one recogniser, decoding one utterance at a time off the loop."""
-
-    def __init__(self) -> None:
-        self._recognizer: stt.Recognizer | None = None
-        self._lock = threading.Lock()
-
-    def _understand(self, audio: Pcm, rate: int, final: bool) -> Recognition:
-        # The speech detector trims the quiet around speech; the decoder finds whole
-        # phrases more often with some faint noise around them (digital zeros hurt).
-        pad = (np.random.default_rng(0).normal(0, 10, round(PAD_SECONDS * rate))).astype(np.int16)
-        audio = np.concatenate([pad, audio, pad])
-        with self._lock:
-            if self._recognizer is None:
-                self._recognizer = stt.load()
-            phrases = list(SPOKEN_COMMANDS)
-            if final:
-                return self._recognizer.understand(audio, rate, phrases)
-            # Interims: the grammar's best path so far is cheap and grows as words arrive.
-            return self._recognizer.grammar(audio, rate, phrases)
+    """The process's one recogniser, decoding one utterance at a time in the speech
+    process (:mod:`fishtalk.speech.process`: a decode in this process would stall every
+    session's audio)."""
 
     async def understand(self, audio: Pcm, rate: int, *, final: bool = True) -> Recognition:
         """What ``audio`` says: a command of the grammar, else free decoding (``final``)."""
-        return await asyncio.to_thread(self._understand, audio, rate, final)
+        from fishtalk.speech.process import shared
+
+        return await shared().arun(_understand, audio, rate, final)
 
 
 _EARS: Ears | None = None

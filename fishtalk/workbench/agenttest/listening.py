@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from fishtalk.agent_session import AgentSession
     from fishtalk.engine.replyaudio import ReplyAudio, ReplyClip
     from fishtalk.speech.pcm import Pcm
+    from fishtalk.speech.process import SpeechProcess
     from fishtalk.speech.stt import Recognizer
     from fishtalk.workbench.agenttest.expect import Expect
 
@@ -112,7 +112,6 @@ def hear(
     audio: Pcm,
     rate: int,
     transcript: str,
-    *,
     where: str = "",
     segment_ids: Sequence[str] = (),
 ) -> HeardReply:
@@ -140,23 +139,14 @@ def hear(
     return reply(free.text, "free", free.confidence)
 
 
-_shared: dict[Path | None, tuple[Recognizer, threading.Lock]] = {}
-_shared_lock = threading.Lock()
+def _process(model: Path | None) -> SpeechProcess:
+    """The speech process for ``model`` (the user's own pocketsphinx model folder; None:
+    the bundled one): decodes run there, as a decode here would stall the microphones of
+    the sessions still running."""
+    from fishtalk.speech.models import identify
+    from fishtalk.speech.process import shared
 
-
-def _recognizer(model: Path | None) -> tuple[Recognizer, threading.Lock]:
-    """One recogniser per model for the process (loading one costs about half a second of
-    CPU), with the lock that keeps it to one thread at a time. ``model``: the user's own
-    pocketsphinx model folder (None: the bundled one)."""
-    with _shared_lock:
-        found = _shared.get(model)
-        if found is None:
-            from fishtalk.speech import stt
-            from fishtalk.speech.models import identify
-
-            loaded = stt.load(identify(model) if model is not None else None)
-            found = _shared[model] = (loaded, threading.Lock())
-        return found
+    return shared(identify(model) if model is not None else None)
 
 
 @dataclass(frozen=True)
@@ -200,20 +190,14 @@ def reply_samples(clips: Sequence[ReplyClip], reply: ReplyToHear) -> tuple[Pcm, 
 def _hear_all(
     clips: Sequence[ReplyClip], replies: Sequence[ReplyToHear], model: Path | None
 ) -> dict[int, HeardReply]:
-    recognizer, lock = _recognizer(model)
+    process = _process(model)
     heard: dict[int, HeardReply] = {}
     for reply in replies:
         audio, rate = reply_samples(clips, reply)
         transcript = " ".join(t.strip() for t in reply.lines.values() if t.strip())
-        with lock:
-            heard[reply.index] = hear(
-                recognizer,
-                audio,
-                rate,
-                transcript,
-                where=reply.where,
-                segment_ids=list(reply.lines),
-            )
+        heard[reply.index] = process.run(
+            hear, audio, rate, transcript, reply.where, list(reply.lines)
+        )
     return heard
 
 
