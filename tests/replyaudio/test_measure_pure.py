@@ -57,6 +57,15 @@ def test_clipping_and_loudness() -> None:
         _clip("#" * 100, amplitude=4.0), 1, has_text=True, first_text_at=None, turn_ended_at=None
     )
     assert hot.clipping > 0.5
+    # A stall (or a long pause) in a clipped voice leaves it as clipped.
+    stalled = measure(
+        _clip("#" * 50 + "." * 300 + "#" * 50, amplitude=4.0),
+        1,
+        has_text=True,
+        first_text_at=None,
+        turn_ended_at=None,
+    )
+    assert stalled.clipping == pytest.approx(hot.clipping)
     quiet = measure(
         _clip("#" * 100, amplitude=0.25 / 31.62),
         1,

@@ -53,7 +53,8 @@ class ReplyAudioReport:
     gaps: tuple[tuple[float, float], ...] = ()
     """Every silence over :data:`GAP_REPORTED`: (seconds into the reply, length)."""
     clipping: float = 0.0
-    """The share of samples at or near full scale (|x| >= 32000 of 32767), 0..1."""
+    """The share of the audible frames' samples at or near full scale (|x| >= 32000 of
+    32767), 0..1."""
     loudness: float | None = None
     """Integrated loudness, LUFS (ITU-R BS.1770-4, pyloudnorm); None when not measured."""
     loudness_note: str | None = None

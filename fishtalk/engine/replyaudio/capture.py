@@ -14,8 +14,19 @@ answers`, applied to audio. A frame is first bound to an agent *line*:
 - else, a quiet frame, or an audible one within :data:`TAIL` of the last audible frame,
   stays with the line the frame before it went to (the tail the jitter buffer holds back
   after the line's transcript closed, and the pauses in it);
+- else a line that has come (opened, maybe already closed or interrupted) after that one
+  and answers the newest user turn, but has had no audible frame yet, takes it: on a
+  busy machine the audio lags its transcript, and a short line can close (or be
+  interrupted) before any of its audio arrived;
+- else, if the line the frame before went to answers the newest user turn, the frame
+  stays with it whatever the silence before it (a stall, a voice going on after an
+  interrupt): no other line has come to claim it;
 - else it is audio ahead of its transcript: held until the next line starts and then
   given to it, unless a user turn ended meanwhile, when it is audio with no transcript.
+
+Nothing here depends on the order in which the interrupt, the transcript's segments and
+the audio frames arrive, only on the order of each (the audio is one stream, the lines
+come one after the other).
 
 The reply is then the turn that line answers (``Segment.answers_turn``, read from the
 newest state when asked, so a line bound late to a turn by the rule moves with it). Audio
@@ -112,6 +123,8 @@ class ReplyAudio:
         """Audio no line took: (the user turn it followed, its frames)."""
         self._owner: str | None = None
         """The line the last frame went to (None: held, or none yet)."""
+        self._voiced: set[str] = set()
+        """The lines an audible frame went to."""
         self._last_audible = -1e9
         self._held: list[ReceivedFrame] = []
         self._held_turn: int | None = None
@@ -160,6 +173,12 @@ class ReplyAudio:
             self._add(speaking.segment_id, frame)
         elif self._owner is not None and (not audible or at - self._last_audible < TAIL):
             self._add(self._owner, frame)
+        elif audible and (waiting := self._waiting_line()) is not None:
+            if self._held:
+                self._give_held(waiting)
+            self._add(waiting, frame)
+        elif audible and self._owner is not None and self._answers_newest(self._owner):
+            self._add(self._owner, frame)
         elif audible or self._held:
             turn = self._user_turn
             if self._held and self._held_turn != turn:
@@ -170,6 +189,8 @@ class ReplyAudio:
             self._count(self._held, len(buf))
         if audible:
             self._last_audible = at
+            if self._owner is not None:
+                self._voiced.add(self._owner)
             waiters, self._waiters = self._waiters, []
             for fn in waiters:
                 fn(at)
@@ -262,6 +283,30 @@ class ReplyAudio:
 
     # --- bookkeeping --------------------------------------------------------------------
 
+    def _waiting_line(self) -> str | None:
+        """The first agent line after the owner's that answers the newest user turn and
+        has had no audible frame (its audio still to come), if any."""
+        state = self._state
+        if state is None:
+            return None
+        owner = state.segment(self._owner) if self._owner is not None else None
+        after = owner.seq if owner is not None else -1
+        for seg in state.transcript:
+            if (
+                seg.role == "agent"
+                and not seg.typed
+                and seg.seq > after
+                and (seg.answers_turn or 0) == self._user_turn
+                and seg.segment_id not in self._voiced
+            ):
+                return seg.segment_id
+        return None
+
+    def _answers_newest(self, line_id: str) -> bool:
+        """Whether ``line_id`` answers the newest user turn (none ended since it began)."""
+        seg = self._state.segment(line_id) if self._state is not None else None
+        return seg is not None and (seg.answers_turn or 0) == self._user_turn
+
     def _add(self, line_id: str, frame: ReceivedFrame) -> None:
         self._owner = line_id
         frames = self._lines.setdefault(line_id, [])
@@ -272,11 +317,15 @@ class ReplyAudio:
         if self._held_turn != self._user_turn:
             self._orphan()
             return
+        if any(f.audible for f in self._held):
+            self._voiced.add(line_id)
         frames = self._lines.get(line_id)
         if frames is None:
             self._lines[line_id] = self._held  # the same list: the memory bound follows it
         else:
-            frames[:0] = self._held  # rare (audio ahead of a line already heard)
+            # Rare (audio held while the line had only quiet frames): in arrival order.
+            frames.extend(self._held)
+            frames.sort(key=lambda f: f.at)
         self._held = []
 
     def _orphan(self) -> None:
