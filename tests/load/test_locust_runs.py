@@ -38,11 +38,13 @@ def _master_and_workers(
 ) -> tuple[int, list[int]]:
     env = locust_env(sim)
     port = free_port()
+    # --stop-timeout bounds the sessions' finishing (a hello session takes about 5 s),
+    # and each worker waits that long after a stop before it reads the master's quit.
     master = subprocess.Popen(
         locust(
             "--master", "--headless", "--master-bind-host", "127.0.0.1",
             "--master-bind-port", str(port), "--expect-workers", str(workers),
-            "-u", str(users), "-r", str(users), "-t", run_time, "--stop-timeout", "60",
+            "-u", str(users), "-r", str(users), "-t", run_time, "--stop-timeout", "10",
             "--json-file", str(tmp_path / "stats"), *_fishtalk_args(sim, test),
         ),
         env=env, stdout=_log(tmp_path / "master.log"), stderr=subprocess.STDOUT,
@@ -84,7 +86,7 @@ def test_a_worker_with_20_users_stays_live_while_sessions_run(sim: Sim, tmp_path
         locust(
             "--master", "--headless", "--master-bind-host", "127.0.0.1",
             "--master-bind-port", str(port), "--expect-workers", "1", "-u", "20", "-r", "20",
-            "-t", "12s", "--stop-timeout", "20", *_fishtalk_args(sim, "long.toml", pace=30),
+            "-t", "12s", "--stop-timeout", "10", *_fishtalk_args(sim, "long.toml", pace=30),
         ),
         env=env, stdout=_log(tmp_path / "master.log"), stderr=subprocess.STDOUT,
     )  # fmt: skip
@@ -100,7 +102,7 @@ def test_a_worker_with_20_users_stays_live_while_sessions_run(sim: Sim, tmp_path
     master_log = (tmp_path / "master.log").read_text("utf-8")
     worker_log = (tmp_path / "worker.log").read_text("utf-8")
     # Locust's own verdicts on liveness, both ways. (A worker handling "stop" blocks its
-    # receiving for up to twice --stop-timeout; 20 s keeps that under Locust's 60 s.)
+    # receiving for up to twice --stop-timeout; 10 s keeps that well under Locust's 60 s.)
     assert "failed to send heartbeat" not in master_log
     assert "setting state to missing" not in master_log
     assert "Didn't get heartbeat" not in worker_log
