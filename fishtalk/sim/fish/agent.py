@@ -70,6 +70,8 @@ from fishtalk.sim.fish.voice import Voice, pick_voice
 
 CONNECT_TIMEOUT: Final = 30.0
 """How long the agent tries to join its room."""
+CONNECT_SETTLE: Final = 30.0
+"""How long a connect given up on (timed out, or the sim stopping) may take to finish."""
 
 
 class FaultInjector(Protocol):
@@ -152,25 +154,40 @@ class SimAgent(AgentCore):
 
     # --- lifecycle ----------------------------------------------------------------------
 
+    async def _abandon(self, connecting: asyncio.Future[None]) -> None:
+        """Give up joining without cancelling the connect: a cancelled ``room.connect``
+        strands the SDK's handshake, and the SDK then ends the whole process (SIGTERM,
+        seconds later). It is left to finish (at most :data:`CONNECT_SETTLE` s), and a
+        room it joined is left at once."""
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(connecting), CONNECT_SETTLE)
+        if connecting.done() and not connecting.cancelled() and connecting.exception() is None:
+            with contextlib.suppress(Exception):
+                await self.room.disconnect()
+
     async def run(self) -> None:
         """Join, greet, run the scenario, converse; return once the agent has left."""
         self._wire_room()
         self.speech.open()
         try:
-            try:
-                await asyncio.wait_for(
-                    self.room.connect(
-                        self.faults.ws_url,
-                        self.session.agent_token,
-                        # The sim serves no /rtc/v1: skip the attempt and the SDK's warnings.
-                        rtc.RoomOptions(single_peer_connection=False),
-                    ),
-                    CONNECT_TIMEOUT,
+            connecting = asyncio.ensure_future(
+                self.room.connect(
+                    self.faults.ws_url,
+                    self.session.agent_token,
+                    # The sim serves no /rtc/v1: skip the attempt and the SDK's warnings.
+                    rtc.RoomOptions(single_peer_connection=False),
                 )
+            )
+            try:
+                await asyncio.wait_for(asyncio.shield(connecting), CONNECT_TIMEOUT)
             except (rtc.ConnectError, TimeoutError) as exc:
+                await self._abandon(connecting)
                 self.note(f"could not join: {exc or 'timed out'}")
                 self._finish()
                 return
+            except asyncio.CancelledError:
+                await self._abandon(connecting)
+                raise
             self.note("joined")
             # The user may have been quicker: then there is no participant_connected event.
             for participant in self.room.remote_participants.values():
