@@ -190,7 +190,16 @@ async def connect_client(
     # The sim has no single-PC /rtc/v1 path: ask for the /rtc path at once, so the SDK's
     # v1 fallback warnings stay out of every test run.
     options = rtc.RoomOptions(single_peer_connection=False)
-    await asyncio.wait_for(lk_room.connect(server.ws_url, token, options), within)
+    connecting = asyncio.ensure_future(lk_room.connect(server.ws_url, token, options))
+    try:
+        await asyncio.wait_for(asyncio.shield(connecting), within)
+    except BaseException:
+        # Never cancel a room connect: a cancelled one strands the SDK's handshake and the
+        # SDK then SIGTERMs the whole process. Let it finish, leave, then fail.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(connecting), 30)
+            await lk_room.disconnect()
+        raise
     return Client(lk_room, events, identity)
 
 
