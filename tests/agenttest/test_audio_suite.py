@@ -18,7 +18,12 @@ from fishtalk.workbench.agenttest.spec import load_test
 
 from .conftest import FILES, markers
 
-pytestmark = [pytest.mark.webrtc, pytest.mark.timeout(300)]
+# One worker runs the whole module: its sessions are run once, by one fixture.
+pytestmark = [
+    pytest.mark.webrtc,
+    pytest.mark.xdist_group("agenttest-audio"),
+    pytest.mark.timeout(300),
+]
 
 PASS = sorted((FILES / "audio" / "pass").glob("*.toml"))
 FAIL = sorted((FILES / "audio" / "fail").glob("*.toml"))

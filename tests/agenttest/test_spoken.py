@@ -32,6 +32,8 @@ from fishtalk.workbench.journal.replay import states
 from .conftest import FILES, SCENARIOS, markers, sim_playing
 
 pytestmark = [
+    # One worker runs the whole module: its sim and its sessions are started once.
+    pytest.mark.xdist_group("agenttest-spoken"),
     pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs espeak-ng (apt)"),
     pytest.mark.skipif(not stt.available(), reason="needs the speech extra"),
 ]

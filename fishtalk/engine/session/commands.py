@@ -256,6 +256,7 @@ class Session(Room):
         # frame, as the demo's does) draws without waiting for it.
         from livekit import rtc
 
+        self._start_reply_audio()
         audio = await self._open_audio()
         self._tap_audio(audio)
         clock = replace(self._state.clock, max_duration_seconds=grant.max_duration_seconds)

@@ -60,18 +60,7 @@ class Media(Core):
         self._reply_audio: ReplyAudio | None = None
         """Each reply's received audio, when asked for (see :mod:`fishtalk.engine.replyaudio`)."""
         self._reply_reporter: ReplyReporter | None = None
-        if reply_audio:
-            from fishtalk.engine.replyaudio import ReplyAudio, ReplyReporter
-
-            self._reply_audio = ReplyAudio(keep_audio=reply_audio is True)
-            if reply_audio is True:
-                # Loaded before the connect (see warm_up). "measure" (the CLI) keeps its
-                # start quick: loudness only where pyloudnorm is loaded already.
-                from fishtalk.engine.replyaudio.measure import warm_up
-
-                warm_up()
-            self._reply_reporter = ReplyReporter(self._reply_audio)
-            self._listeners.append(self._reply_audio.state)
+        self._reply_audio_mode = reply_audio
         if isinstance(audio, AudioBackend):
             self._audio = audio
         elif audio is not None:
@@ -94,6 +83,24 @@ class Media(Core):
         """While watching the wire after an interrupt: the key press."""
         self._wire_last_audible: float | None = None
         self._wire_timer: asyncio.TimerHandle | None = None
+
+    def _start_reply_audio(self) -> None:
+        """Start capturing each reply's audio, if asked: once there is a call to join, as
+        livekit is (numpy comes with it), so a front end draws its first frame first."""
+        mode = self._reply_audio_mode
+        if not mode or self._reply_audio is not None:
+            return
+        from fishtalk.engine.replyaudio import ReplyAudio, ReplyReporter
+
+        self._reply_audio = ReplyAudio(keep_audio=mode is True)
+        if mode is True:
+            # Loaded before the connect (see warm_up). "measure" (the CLI) keeps its
+            # start quick: loudness only where pyloudnorm is loaded already.
+            from fishtalk.engine.replyaudio.measure import warm_up
+
+            warm_up()
+        self._reply_reporter = ReplyReporter(self._reply_audio)
+        self._listeners.append(self._reply_audio.state)
 
     def _flush_for_interrupt(self, pressed: float) -> None:
         """Stop local playback at once for an interrupt pressed at ``pressed``."""
