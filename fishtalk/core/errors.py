@@ -226,6 +226,11 @@ class SpeechUnavailableError(FishtalkError):
     def __init__(self, part: str, how: str) -> None:
         super().__init__(f"offline speech needs {part}: {how}")
         self.part = part
+        self.how = how
+
+    def __reduce__(self) -> tuple[type[SpeechUnavailableError], tuple[str, str]]:
+        # Raised in the speech process too (fishtalk.speech.process), and pickled back.
+        return (type(self), (self.part, self.how))
 
 
 class ApiTransportError(SessionApiError):

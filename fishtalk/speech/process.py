@@ -59,6 +59,9 @@ class SpeechProcess:
                 [sys.executable, "-m", "fishtalk.speech.process"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
+                # Nothing of it reaches the terminal (a TUI may be drawing there): a
+                # failure comes back as an exception, or as SpeechProcessError.
+                stderr=subprocess.DEVNULL,
             )
         return child
 
@@ -141,6 +144,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             reply = (False, exc)
         try:
             data = pickle.dumps(reply)
+            pickle.loads(data)  # noqa: S301 - our own bytes: what the parent will read back
         except Exception as exc:
             data = pickle.dumps((False, SpeechProcessError(f"{type(exc).__name__}: {exc}")))
         replies.write(data)

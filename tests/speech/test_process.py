@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from fishtalk.core.errors import SpeechUnavailableError
 from fishtalk.speech import stt
 from fishtalk.speech.process import SpeechProcess, SpeechProcessError
 from fishtalk.speech.stt import Recognizer
@@ -60,3 +61,14 @@ def test_close_stops_the_child(process: SpeechProcess) -> None:
     assert process.pid is not None
     process.close()
     assert process.pid is None
+
+
+def test_an_error_that_names_a_missing_part_comes_back_whole(process: SpeechProcess) -> None:
+    # A model whose package is missing is refused in the child, with the same one line
+    # (and the same type, which picks the exit code) as in this process.
+    with pytest.raises(SpeechUnavailableError, match="offline speech needs nothing-here"):
+        process.run(_missing)
+
+
+def _missing(_recognizer: Recognizer) -> None:
+    raise SpeechUnavailableError("nothing-here", "pip install it")
