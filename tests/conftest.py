@@ -44,6 +44,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A run started in the background of a non-interactive shell (`(cmd &)`, nohup in a
+    # script) begins with Ctrl-C ignored, and every process it starts inherits that: the
+    # tests that press Ctrl-C in a child then see it ignored. Give SIGINT its default.
+    if (
+        signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        and threading.current_thread() is threading.main_thread()
+    ):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # Every `fishtalk chat` / `demo` the tests run writes a journal to the state directory:
     # keep them out of the real one (child processes inherit the variable).
     if "FISHTALK_TEST_STATE" not in os.environ:
