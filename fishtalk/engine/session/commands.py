@@ -266,11 +266,8 @@ class Session(Room):
         self._wire(room)
         if not await self._connect(room, grant):
             return
+        self._on_joined(room)
         assert self._outbox is not None  # made by run()
-        self._outbox.link_up.set()
-        self._feed(conv.Connected(local_identity=room.local_participant.identity, at=self._clock()))
-        for participant in list(room.remote_participants.values()):
-            self._participant_joined(participant)
         self._spawn(self._outbox.run(room), "outbox")
         self._spawn(self._poll_rtt(room), "rtt")
         if audio.has_input:

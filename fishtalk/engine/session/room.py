@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from fishtalk.core import conversation as conv
@@ -79,6 +80,8 @@ class Room(Media):
         """The room connect, while in flight (never cancelled)."""
         self._settling: asyncio.Task[None] | None = None
         """Lets a connect still in flight at teardown finish, then disconnects."""
+        self._joined = False
+        """Whether ``Connected`` was fed (once, before any room event: see :meth:`_wire`)."""
 
     # --- connect -------------------------------------------------------------------
 
@@ -120,16 +123,39 @@ class Room(Media):
         return False
 
     def _wire(self, room: rtc.Room) -> None:
-        room.on("data_received", self._on_data)
-        room.register_text_stream_handler(TOPIC_TRANSCRIPTION, self._on_text_stream)
-        room.on("participant_attributes_changed", self._on_attributes)
-        room.on("participant_connected", self._participant_joined)
-        room.on("participant_disconnected", self._on_participant_left)
-        room.on("track_subscribed", self._on_track_subscribed)
-        room.on("track_unsubscribed", self._on_track_unsubscribed)
-        room.on("reconnecting", self._on_reconnecting)
-        room.on("reconnected", self._on_reconnected)
-        room.on("disconnected", self._on_disconnected)
+        """Register every handler. The SDK starts dispatching room events before
+        ``room.connect`` returns to its caller, so each handler first makes sure the join
+        was fed: ``connected`` always comes before what the agent did meanwhile."""
+
+        def first(handler: Callable[..., None]) -> Callable[..., None]:
+            def handle(*args: Any) -> None:
+                self._on_joined(room)
+                handler(*args)
+
+            return handle
+
+        room.on("data_received", first(self._on_data))
+        room.register_text_stream_handler(TOPIC_TRANSCRIPTION, first(self._on_text_stream))
+        room.on("participant_attributes_changed", first(self._on_attributes))
+        room.on("participant_connected", first(self._participant_joined))
+        room.on("participant_disconnected", first(self._on_participant_left))
+        room.on("track_subscribed", first(self._on_track_subscribed))
+        room.on("track_unsubscribed", first(self._on_track_unsubscribed))
+        room.on("reconnecting", first(self._on_reconnecting))
+        room.on("reconnected", first(self._on_reconnected))
+        room.on("disconnected", first(self._on_disconnected))
+
+    def _on_joined(self, room: rtc.Room) -> None:
+        """The room is joined: feed ``Connected`` and the participants already there (once;
+        not for a connect that was given up on, which ended the session)."""
+        if self._joined or self._state.status != "connecting":
+            return
+        self._joined = True
+        assert self._outbox is not None  # made by run()
+        self._outbox.link_up.set()
+        self._feed(conv.Connected(local_identity=room.local_participant.identity, at=self._clock()))
+        for participant in list(room.remote_participants.values()):
+            self._participant_joined(participant)
 
     def _on_data(self, packet: rtc.DataPacket) -> None:
         at = self._clock()
