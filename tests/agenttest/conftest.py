@@ -1,18 +1,18 @@
-"""Harness for the ``fishtalk test`` runner's tests: the sim on its own thread, playing the
+"""Harness for the ``fishtalk test`` runner's tests: the sim in a process of its own, playing the
 scenarios in ``scenarios/`` (and the README's support example) by agent id."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
 import pytest
+from support.sim_process import sim_process
 
-from fishtalk.sim.fish.scenario import Scenario, load_scenario
-from fishtalk.sim.runner import SimInfo, SimThread
+from fishtalk.sim.fish.scenario import load_scenario
+from fishtalk.sim.runner import SimInfo
 
 HERE: Final = Path(__file__).parent
 ROOT: Final = HERE.parent.parent
@@ -40,7 +40,7 @@ def sim() -> Iterator[SimInfo]:
     """The sim: agent ids ``chat`` and ``silent`` play ``scenarios/``, ``support`` the
     support example's scenario, and those of :data:`VOICE_DEFECTS` ``voice.toml``."""
     voice = load_scenario(SCENARIOS / "voice.toml")
-    with sim_playing(
+    with sim_process(
         {
             "chat": load_scenario(SCENARIOS / "chat.toml"),
             "silent": load_scenario(SCENARIOS / "silent.toml"),
@@ -49,18 +49,6 @@ def sim() -> Iterator[SimInfo]:
         }
     ) as info:
         yield info
-
-
-@contextlib.contextmanager
-def sim_playing(scenarios: dict[str, Scenario]) -> Iterator[SimInfo]:
-    """The sim on its own thread, playing ``scenarios`` by agent id (the first one for
-    any other id)."""
-    thread = SimThread(next(iter(scenarios.values())), scenarios=scenarios)
-    info = thread.start()
-    try:
-        yield info
-    finally:
-        thread.stop()
 
 
 def markers(path: Path, name: str) -> list[str]:

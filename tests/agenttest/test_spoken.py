@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from support.sim_process import sim_process
 
 from fishtalk.cli.exits import exit_code_of
 from fishtalk.core.errors import TestFileError
@@ -29,7 +30,7 @@ from fishtalk.workbench.agenttest.spec import load_test, parse_test
 from fishtalk.workbench.journal.export import to_data, to_txt
 from fishtalk.workbench.journal.replay import states
 
-from .conftest import FILES, SCENARIOS, markers, sim_playing
+from .conftest import FILES, SCENARIOS, markers
 
 pytestmark = [
     # One worker runs the whole module: its sim and its sessions are started once.
@@ -125,7 +126,7 @@ def test_spoken_expectations_need_audio_replies() -> None:
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimInfo]:
     names = ("listener", "drift", "mute")
-    with sim_playing({name: load_scenario(SCENARIOS / f"{name}.toml") for name in names}) as info:
+    with sim_process({name: load_scenario(SCENARIOS / f"{name}.toml") for name in names}) as info:
         yield info
 
 

@@ -1,4 +1,4 @@
-"""The sim for the reply-audio tests, on its own thread, shared by the module: one agent id
+"""The sim for the reply-audio tests, in a process of its own, shared by the module: one agent id
 per injected defect (issue 29), each saying :data:`LINE` when the user speaks or types."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from typing import Final
 
 import pytest
+from support.sim_process import sim_process
 
 from fishtalk.sim.fish.scenario import parse_scenario
-from fishtalk.sim.runner import SimInfo, SimThread
+from fishtalk.sim.runner import SimInfo
 
 WAIT: Final = 30.0
 LINE: Final = "alpha bravo charlie delta echo foxtrot"
@@ -47,9 +48,5 @@ text = "{LINE}"
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimInfo]:
     scenarios = {name: parse_scenario(_scenario(name, s)) for name, s in DEFECTS.items()}
-    thread = SimThread(scenarios["clean"], scenarios=scenarios)
-    info = thread.start()
-    try:
+    with sim_process(scenarios) as info:
         yield info
-    finally:
-        thread.stop()

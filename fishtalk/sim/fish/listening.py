@@ -170,6 +170,9 @@ class Listening:
         last_interim = 0.0
         span = 0
         over_my_voice = False
+        interim: asyncio.Task[None] | None = None
+        """The interim transcript being made (one at a time: a decode is not awaited here,
+        where it would hold up the audio; one due while another runs is skipped)."""
         try:
             async for event in stream:
                 frame = event.frame
@@ -195,25 +198,40 @@ class Listening:
                         utterance = detector.utterance
                         detector.reset()
                         self._core.note(f"finalised a segment at {self.max_utterance:.0f} s")
+                        if interim is not None:
+                            await interim  # its text comes before the final one
                         await self._heard(
                             identity, segment, utterance, rate, over_my_voice, track_sid
                         )
                     # Analyse only when an interim is due: the FFTs are not free.
-                    elif span / rate - last_interim >= INTERIM_EVERY:
+                    elif span / rate - last_interim >= INTERIM_EVERY and (
+                        interim is None or interim.done()
+                    ):
                         last_interim = span / rate
-                        await self._speech.publish_user_transcript(
-                            identity,
-                            segment,
-                            await self._interim(detector.utterance, rate),
-                            final=False,
-                            track_sid=track_sid,
+                        interim = asyncio.ensure_future(
+                            self._publish_interim(
+                                identity, segment, detector.utterance, rate, track_sid
+                            )
                         )
                 elif outcome == "end":
-                    await self._heard(
-                        identity, segment, detector.utterance, rate, over_my_voice, track_sid
-                    )
+                    utterance = detector.utterance
+                    if interim is not None:
+                        await interim
+                    await self._heard(identity, segment, utterance, rate, over_my_voice, track_sid)
         finally:
+            if interim is not None and not interim.done():
+                interim.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await interim
             await stream.aclose()
+
+    async def _publish_interim(
+        self, identity: str, segment: str, utterance: Pcm, rate: int, track_sid: str
+    ) -> None:
+        text = await self._interim(utterance, rate)
+        await self._speech.publish_user_transcript(
+            identity, segment, text, final=False, track_sid=track_sid
+        )
 
     async def _talk_over(self) -> None:
         """The ``talk_over_seconds`` defect: speak up while the user is still talking."""

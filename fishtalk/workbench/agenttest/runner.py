@@ -452,6 +452,13 @@ async def run_tests(
     connected, ``on_result`` as each finishes. Cancelled (Ctrl-C),
     it hangs up the open sessions and returns what finished."""
     jobs = plan(tests, options)
+    if any(test.checks_audio for test in tests):
+        # Once, before any session: the loudness meter's import holds the interpreter
+        # (1 s warm, 15 s from a cold disk), which mid-run would stall every session's
+        # audio, and an agent or sim sharing this process.
+        from fishtalk.engine.replyaudio.measure import warm_up
+
+        warm_up()
     gate = asyncio.Semaphore(max(1, options.concurrency))
     results: dict[int, TestResult] = {}
 
