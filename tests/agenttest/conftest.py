@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from support.sim_process import sim_process
 
 from fishtalk.sim.fish.scenario import load_scenario
+from fishtalk.sim.process import SimProcess
 from fishtalk.sim.runner import SimInfo
 
 HERE: Final = Path(__file__).parent
@@ -40,14 +40,13 @@ def sim() -> Iterator[SimInfo]:
     """The sim: agent ids ``chat`` and ``silent`` play ``scenarios/``, ``support`` the
     support example's scenario, and those of :data:`VOICE_DEFECTS` ``voice.toml``."""
     voice = load_scenario(SCENARIOS / "voice.toml")
-    with sim_process(
-        {
-            "chat": load_scenario(SCENARIOS / "chat.toml"),
-            "silent": load_scenario(SCENARIOS / "silent.toml"),
-            "support": load_scenario(SUPPORT_SCENARIO),
-            **{name: voice.with_agent(setting) for name, setting in VOICE_DEFECTS.items()},
-        }
-    ) as info:
+    scenarios = {
+        "chat": load_scenario(SCENARIOS / "chat.toml"),
+        "silent": load_scenario(SCENARIOS / "silent.toml"),
+        "support": load_scenario(SUPPORT_SCENARIO),
+        **{name: voice.with_agent(setting) for name, setting in VOICE_DEFECTS.items()},
+    }
+    with SimProcess(scenarios["chat"], scenarios=scenarios) as info:
         yield info
 
 

@@ -13,12 +13,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
-from support.sim_process import sim_process
 
 from fishtalk.cli.exits import exit_code_of
 from fishtalk.core.errors import TestFileError
 from fishtalk.engine.journal.reader import read_journal, summarize_journal
 from fishtalk.sim.fish.scenario import load_scenario
+from fishtalk.sim.process import SimProcess
 from fishtalk.sim.runner import SimInfo
 from fishtalk.speech import stt
 from fishtalk.speech.tts import Espeak
@@ -126,7 +126,8 @@ def test_spoken_expectations_need_audio_replies() -> None:
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimInfo]:
     names = ("listener", "drift", "mute")
-    with sim_process({name: load_scenario(SCENARIOS / f"{name}.toml") for name in names}) as info:
+    scenarios = {name: load_scenario(SCENARIOS / f"{name}.toml") for name in names}
+    with SimProcess(scenarios["listener"], scenarios=scenarios) as info:
         yield info
 
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Final
 
 import pytest
-from support.sim_process import sim_process
 
 from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.process import SimProcess
 from fishtalk.sim.runner import SimInfo
 
 WAIT: Final = 30.0
@@ -48,5 +48,5 @@ text = "{LINE}"
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimInfo]:
     scenarios = {name: parse_scenario(_scenario(name, s)) for name, s in DEFECTS.items()}
-    with sim_process(scenarios) as info:
+    with SimProcess(scenarios["clean"], scenarios=scenarios) as info:
         yield info

@@ -1,7 +1,10 @@
-"""The in-process runners: SimThread (for `fishtalk demo`) without any WebRTC."""
+"""The runners: SimThread (for `fishtalk demo`) and SimProcess (for `fishtalk test --sim`),
+without any WebRTC."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from pathlib import Path
 
@@ -10,6 +13,7 @@ import pytest
 
 from fishtalk.core.errors import ScenarioError
 from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
+from fishtalk.sim.process import SimProcess
 from fishtalk.sim.runner import DEV_KEY, SimThread
 
 
@@ -47,3 +51,42 @@ def test_sim_thread_context_manager_and_bad_scenario(tmp_path: Path) -> None:
     bad.write_text("then = 3", encoding="utf-8")
     with pytest.raises(ScenarioError, match=r"bad\.toml"):
         SimThread(bad).start()
+
+
+def test_sim_process_serves_ignores_ctrl_c_and_stops() -> None:
+    """The sim in a child process (``fishtalk test --sim``): it answers, a Ctrl-C at the
+    terminal (SIGINT to the whole group) leaves it serving, and stop() ends the child."""
+    sim = SimProcess("demo")
+    info = sim.start()
+    try:
+        assert sim.start() == info  # idempotent
+        child = sim._child
+        assert child is not None
+        os.kill(child.pid, signal.SIGINT)
+        r = httpx.post(
+            f"{info.api_url}/v1/agent/sessions",
+            json={"agent_id": "err-502"},
+            headers={"Authorization": f"Bearer {info.dev_key}"},
+            timeout=10.0,
+        )
+        assert r.status_code == 502
+        assert child.poll() is None
+    finally:
+        sim.stop()
+    assert child.returncode is not None
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(f"{info.api_url}/v1/agent/sessions", json={}, timeout=2.0)
+    sim.stop()  # twice is harmless
+
+
+def test_sim_process_raises_what_starting_raised(tmp_path: Path) -> None:
+    """A bad ``[agent]`` setting, found in the child, is raised in the parent as itself
+    (exit 2 at the CLI), and the child is gone."""
+    sim = SimProcess(agent_overrides={"think_seconds": "soon"})
+    with pytest.raises(ScenarioError, match="think_seconds"):
+        sim.start()
+    assert sim._child is None
+    bad = tmp_path / "bad.toml"
+    bad.write_text("then = 3", encoding="utf-8")
+    with pytest.raises(ScenarioError, match=r"bad\.toml"):
+        SimProcess(bad).start()

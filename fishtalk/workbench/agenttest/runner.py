@@ -494,16 +494,21 @@ async def sim_target(
     timeouts: Timeouts | None = None,
     agent_settings: Mapping[str, object] | None = None,
 ) -> AsyncIterator[Target]:
-    """The built-in simulator, in this event loop, as a :class:`Target`. ``scenario``: a
-    built-in name or a scenario file (None: the one named like the agent id, else
-    ``converse``). ``agent_settings``: ``[agent]`` settings for every scenario it plays
-    (see :func:`sim_agent_settings`); a bad one raises ``ScenarioError`` (exit 2)."""
+    """The built-in simulator, in a process of its own (:mod:`fishtalk.sim.process`: in
+    this one it would share the sessions' interpreter), as a :class:`Target`.
+    ``scenario``: a built-in name or a scenario file (None: the one named like the agent
+    id, else ``converse``). ``agent_settings``: ``[agent]`` settings for every scenario it
+    plays (see :func:`sim_agent_settings`); a bad one raises ``ScenarioError`` (exit 2)."""
     from fishtalk.sim.fish.scenario import load_scenario
-    from fishtalk.sim.runner import run_sim
+    from fishtalk.sim.process import SimProcess
 
     chosen = load_scenario(scenario) if scenario else None
-    async with run_sim(chosen, agent_overrides=agent_settings) as handle:
-        yield Target(agent_id, api_url=handle.api_url, api_key=handle.dev_key, timeouts=timeouts)
+    sim = SimProcess(chosen, agent_overrides=agent_settings)
+    try:
+        info = await asyncio.to_thread(sim.start)
+        yield Target(agent_id, api_url=info.api_url, api_key=info.dev_key, timeouts=timeouts)
+    finally:
+        await asyncio.to_thread(sim.stop)
 
 
 def sim_agent_settings(
