@@ -9,8 +9,9 @@ attribute ``lk.transcription_final: "true"``. An interrupt stops the audio at on
 closes the segment with only the words already spoken. The scenario's timings shape
 every spoken line: ``first_audio_delay_seconds`` between the first transcript chunk and
 the first audio frame, ``audio_chunk_ms`` (chunk length) and ``audio_realtime_factor``
-(wall time per second of audio fed); a line with no audio goes out a word every 40 ms.
-It also publishes the user's
+(wall time per second of audio fed). A line with no audio (``audio = false``, a reply to a
+``user.message`` with ``"audio": false``, a text-only greeting) is not paced at all: there
+is no playback for its text to keep up with. It also publishes the user's
 transcripts (what :mod:`~fishtalk.sim.fish.listening` heard, or a scenario's scripted
 ones) under the user's identity.
 """
@@ -139,14 +140,11 @@ class Speech:
             if audio:
                 await self._speak_words(text, writer, delivered, sound)
             else:
-                # A line with no audio is written word by word, 40 ms apart. Issue 24 asked
-                # for no pacing at all; written back to back, the README's support example
-                # (a spoken turn after text-only lines) went unanswered every time, a race
-                # in the sim not yet found, so the pacing stays until it is.
+                # A line with no audio has no playback to pace it to: its words go out
+                # back to back, still one chunk each (issue 24).
                 for word in split_words(text):
                     await writer.write(word)
                     delivered.append(word)
-                    await asyncio.sleep(0.04)
         finally:
             # Also on interrupt: the segment closes holding only the words delivered.
             await asyncio.shield(writer.aclose(attributes={p.ATTR_TRANSCRIPTION_FINAL: "true"}))
