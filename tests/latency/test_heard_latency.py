@@ -5,7 +5,9 @@ The sim agent's timings are set per scenario (``think_seconds``,
 adds to a turn is known. The session measures each turn on its own clock
 (:class:`fishtalk.core.conversation.Waterfall` in ``state.latency``); every figure it reports
 must be at least what was injected, because nothing can come sooner than the agent sends
-it, and at most ``TOLERANCE`` above it.
+it, and at most ``TOLERANCE`` above it, counted from the agent's own ``thinking`` mark
+(:func:`_above_injected`): how long the agent took to start on a turn is its own business
+(under load the sim, in this process, started one 4.7 s late), not the measurement's.
 
 ``TOLERANCE`` (3 s) covers what lies between the injected delays and the speaker and is
 not injected: the agent's own steps (a state change and a text stream opened per reply,
@@ -236,6 +238,13 @@ async def _closed_turn(session: Session, number: int) -> Waterfall:
     return state.latency.turns[number - 1]
 
 
+def _above_injected(w: Waterfall, figure: float) -> float:
+    """``figure`` (seconds from the end of the user's turn) counted from when the agent
+    started on the turn instead: its ``thinking`` mark, received like every other mark."""
+    assert w.thinking_at is not None
+    return figure - (w.thinking_at - w.user_ended_at)
+
+
 def _check_order(w: Waterfall) -> None:
     """Every mark of a measured turn comes after the one it follows from."""
     assert w.thinking_at is not None
@@ -260,6 +269,7 @@ async def test_typed_turns_measure_at_least_the_injected_delays(
     turn asks for a text-only reply: it says so instead of a heard figure."""
     session = await _connect(sim, calls, "typed")
     injected = THINK + FIRST_AUDIO_DELAY
+    heards: list[float] = []
     for number, text in enumerate(["first question", "second question", "third one"], 1):
         session.send_text(text)
         w = await _closed_turn(session, number)
@@ -271,7 +281,8 @@ async def test_typed_turns_measure_at_least_the_injected_delays(
         first_text, heard = w.first_text, w.heard
         assert first_text is not None
         assert heard is not None
-        assert THINK <= first_text <= THINK + TOLERANCE, w
+        assert first_text >= THINK, w
+        assert _above_injected(w, first_text) <= THINK + TOLERANCE, w
         assert w.first_text_at is not None
         assert w.thinking_at is not None
         # Each arrival is measured from the turn's own publish (user_ended_at for a typed
@@ -279,8 +290,11 @@ async def test_typed_turns_measure_at_least_the_injected_delays(
         assert w.user_ended_at <= w.thinking_at, w
         assert w.audio_received_at is not None
         received = w.audio_received_at - w.user_ended_at
-        assert injected <= received <= injected + TOLERANCE, w
-        assert injected <= heard <= injected + TOLERANCE, w
+        assert injected <= received, w
+        assert _above_injected(w, received) <= injected + TOLERANCE, w
+        assert injected <= heard, w
+        assert _above_injected(w, heard) <= injected + TOLERANCE, w
+        heards.append(heard)
         # The reply is over (and heard to its end) before the next turn is sent.
         await _settled(session)
     # What the agent scheduled between ``thinking`` and its first word: its journal.
@@ -291,12 +305,12 @@ async def test_typed_turns_measure_at_least_the_injected_delays(
     assert w.heard is None
     assert w.incomplete == "text-only"
     assert w.first_text is not None
-    assert THINK <= w.first_text <= THINK + TOLERANCE
+    assert w.first_text >= THINK
+    assert _above_injected(w, w.first_text) <= THINK + TOLERANCE, w
     summary = conv.summarize(session.state.latency.turns)
     assert summary.turns == 4
     assert summary.measured == 3
-    assert summary.p50 is not None
-    assert injected <= summary.p50 <= injected + TOLERANCE
+    assert summary.p50 == pytest.approx(sorted(heards)[1])  # the median of the three
 
 
 async def test_spoken_turn_measures_at_least_the_injected_delays(
@@ -321,8 +335,10 @@ async def test_spoken_turn_measures_at_least_the_injected_delays(
     first_text, heard = w.first_text, w.heard
     assert first_text is not None
     assert heard is not None
-    assert SIM_ENDPOINTING + THINK <= first_text <= SIM_ENDPOINTING + THINK + TOLERANCE, w
-    assert SIM_ENDPOINTING + THINK <= heard <= SIM_ENDPOINTING + THINK + TOLERANCE, w
+    assert first_text >= SIM_ENDPOINTING + THINK, w
+    assert heard >= SIM_ENDPOINTING + THINK, w
+    assert _above_injected(w, first_text) <= THINK + TOLERANCE, w
+    assert _above_injected(w, heard) <= THINK + TOLERANCE, w
     # The agent said what it heard: the turn measured is the reply to the tone.
     assert any(
         s.role == "agent" and s.segment_id == w.segment_id and "hertz" in s.text
@@ -383,7 +399,8 @@ async def test_text_only_turn_says_so_instead_of_a_number(
     assert "text-only" in conv.note(w)
     first_text = w.first_text
     assert first_text is not None
-    assert THINK <= first_text <= THINK + TOLERANCE
+    assert first_text >= THINK
+    assert _above_injected(w, first_text) <= THINK + TOLERANCE, w
     summary = conv.summarize(session.state.latency.turns)
     assert summary.measured == 0
     assert summary.p50 is None
