@@ -49,16 +49,25 @@ class SimProcess:
         self._child: subprocess.Popen[bytes] | None = None
         self._info: SimInfo | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The child's process id, while it runs."""
+        child = self._child
+        return child.pid if child is not None and child.poll() is None else None
+
     def start(self) -> SimInfo:
         """Start the sim and return where it listens; raises what starting raised."""
         if self._info is not None:
             return self._info
-        child = self._child = subprocess.Popen(
-            [sys.executable, "-m", "fishtalk.sim.process"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        try:
+            child = self._child = subprocess.Popen(
+                [sys.executable, "-m", "fishtalk.sim.process"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            raise SimServeError(f"the simulator's process could not start: {exc}") from None
         assert child.stdin is not None
         assert child.stdout is not None
         try:

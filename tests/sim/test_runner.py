@@ -60,9 +60,9 @@ def test_sim_process_serves_ignores_ctrl_c_and_stops() -> None:
     info = sim.start()
     try:
         assert sim.start() == info  # idempotent
-        child = sim._child
-        assert child is not None
-        os.kill(child.pid, signal.SIGINT)
+        pid = sim.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGINT)
         r = httpx.post(
             f"{info.api_url}/v1/agent/sessions",
             json={"agent_id": "err-502"},
@@ -70,10 +70,12 @@ def test_sim_process_serves_ignores_ctrl_c_and_stops() -> None:
             timeout=10.0,
         )
         assert r.status_code == 502
-        assert child.poll() is None
+        assert sim.pid == pid  # still serving
     finally:
         sim.stop()
-    assert child.returncode is not None
+    assert sim.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # gone, and reaped
     with pytest.raises(httpx.ConnectError):
         httpx.post(f"{info.api_url}/v1/agent/sessions", json={}, timeout=2.0)
     sim.stop()  # twice is harmless
@@ -85,7 +87,7 @@ def test_sim_process_raises_what_starting_raised(tmp_path: Path) -> None:
     sim = SimProcess(agent_overrides={"think_seconds": "soon"})
     with pytest.raises(ScenarioError, match="think_seconds"):
         sim.start()
-    assert sim._child is None
+    assert sim.pid is None
     bad = tmp_path / "bad.toml"
     bad.write_text("then = 3", encoding="utf-8")
     with pytest.raises(ScenarioError, match=r"bad\.toml"):

@@ -207,6 +207,8 @@ class Listening:
                     elif span / rate - last_interim >= INTERIM_EVERY and (
                         interim is None or interim.done()
                     ):
+                        if interim is not None:
+                            interim.result()  # its error ends this loop, as it did inline
                         last_interim = span / rate
                         interim = asyncio.ensure_future(
                             self._publish_interim(
@@ -219,9 +221,9 @@ class Listening:
                         await interim
                     await self._heard(identity, segment, utterance, rate, over_my_voice, track_sid)
         finally:
-            if interim is not None and not interim.done():
-                interim.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+            if interim is not None:
+                interim.cancel()  # the track ended (or failed): its interim is moot
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await interim
             await stream.aclose()
 
