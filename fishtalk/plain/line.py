@@ -29,12 +29,11 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.conversation.reply_audio import worst
 from fishtalk.core.errors import ended_well
 from fishtalk.core.talk import TalkMode
 from fishtalk.engine.system import catch_sigint
 from fishtalk.plain.chat import PlainChat, PlainHost
-from fishtalk.plain.render import stripped
+from fishtalk.plain.render import closing_notes, stripped
 
 if TYPE_CHECKING:
     from fishtalk.engine.host import HostLink
@@ -108,12 +107,8 @@ def run_plain(
     if chats and chats[0].output_closed:
         # The reader went away (``| head``): the call was hung up; nothing more to print.
         return result
-    summary = conv.summarize(session.state.latency.turns)
-    if latency or summary.measured:
-        stdout.write(f"* {conv.summary_text(summary)}\n")
-    problem = worst(session.state.reply_audio)
-    if problem is not None:
-        stdout.write(f"* audio: {stripped(problem.text)}\n")
+    for note in closing_notes(session.state, latency=latency):
+        stdout.write(f"{note}\n")
     if ended_well(result.reason, result.error):
         stdout.write(f"* {stripped(result.message)}\n")
         stdout.flush()

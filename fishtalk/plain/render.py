@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Final, TextIO
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.conversation.reply_audio import DEFAULT_BUDGETS, problems
+from fishtalk.core.conversation.reply_audio import DEFAULT_BUDGETS, problems, worst
 from fishtalk.core.text import strip
 from fishtalk.engine.metrics import settled
 
@@ -336,4 +336,18 @@ class PlainRenderer:
             self._on_closed()
 
 
-__all__ = ["STATE_SETTLE", "PlainRenderer", "stripped"]
+def closing_notes(state: conv.State, *, latency: bool = False) -> list[str]:
+    """What line mode prints once a call is over, before how it ended, live and replayed
+    alike: the heard-latency summary (with ``--latency``, or when any turn has a figure)
+    and the worst audio problem, if any."""
+    notes: list[str] = []
+    summary = conv.summarize(state.latency.turns)
+    if latency or summary.measured:
+        notes.append(f"* {conv.summary_text(summary)}")
+    problem = worst(state.reply_audio)
+    if problem is not None:
+        notes.append(f"* audio: {stripped(problem.text)}")
+    return notes
+
+
+__all__ = ["STATE_SETTLE", "PlainRenderer", "closing_notes", "stripped"]

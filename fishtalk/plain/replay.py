@@ -8,7 +8,7 @@ from typing import TextIO
 
 from fishtalk.core import conversation as conv
 from fishtalk.engine.journal.reader import Journal
-from fishtalk.plain.render import STATE_SETTLE, PlainRenderer
+from fishtalk.plain.render import STATE_SETTLE, PlainRenderer, closing_notes
 from fishtalk.workbench.journal.replay import delays, states
 
 
@@ -20,8 +20,8 @@ def play_plain(
     sleep: Callable[[float], None] = time.sleep,
 ) -> conv.State:
     """Print the session as line mode showed it, paced by the journal's clock divided by
-    ``speed`` (0: all at once); returns the last state. The closing line (how it ended)
-    is the caller's."""
+    ``speed`` (0: all at once), with its closing notes; returns the last state. The
+    closing line (how it ended) is the caller's."""
     spoken = journal.header.get("spoken")
     played = list(states(journal, spoken=bool(spoken)))
     renderer = PlainRenderer(out, stream_agent=out.isatty(), settle=STATE_SETTLE)
@@ -33,7 +33,11 @@ def play_plain(
             sleep(wait)
         renderer.render(state, events)
         if renderer.closed:
-            break
+            return state
+    # What line mode printed after the call (its --latency is not in the journal: the
+    # summary comes when a turn has a figure).
+    for note in closing_notes(state):
+        out.write(f"{note}\n")
     return state
 
 

@@ -26,15 +26,17 @@ _INPUT_CLASSES: Final[Mapping[str, type]] = {
 
 def _build(cls: type, record: Mapping[str, Any], at: float) -> conv.Input | None:
     kwargs: dict[str, Any] = {}
-    for f in fields(cls):
-        key = FIELD_KEYS.get(f.name, f.name)
-        if f.name == "at":
-            own = record.get("at")
-            kwargs["at"] = float(own) if isinstance(own, int | float) and own <= at else at
-        elif key in record:
-            value = record[key]
-            kwargs[f.name] = tuple(value) if isinstance(value, list) else value
     try:
+        for f in fields(cls):
+            key = FIELD_KEYS.get(f.name, f.name)
+            if f.name == "at":
+                own = record.get("at")
+                kwargs["at"] = float(own) if isinstance(own, int | float) and own <= at else at
+            elif key in record:
+                value = record[key]
+                if f.name == "report" and isinstance(value, Mapping):
+                    value = conv.ReplyAudioReport(**value)  # a nested record, rebuilt
+                kwargs[f.name] = tuple(value) if isinstance(value, list) else value
         built: conv.Input = cls(**kwargs)
     except TypeError:
         return None  # a record this version cannot rebuild (fields it does not know)
