@@ -9,8 +9,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import aiohttp
+import aioice.ice
+import aioice.stun
 import pytest
 from livekit import rtc
 from livekit.protocol import rtc as signal
@@ -496,3 +499,47 @@ async def test_resume_works_after_the_token_expired() -> None:
             assert server.participants(ROOM) == ["alice"]
         finally:
             await lk_room.disconnect()
+
+
+async def test_unanswered_consent_checks_never_cut_a_connection(
+    room_factory: RoomFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aioice gives a connection up after six unanswered consent checks and tells no one;
+    the sim leaves liveness to signalling, as livekit-server does. CI showed it: under load
+    a live publisher's connection was shut, and the user's microphone went silent.
+
+    Here every consent check goes unanswered, twenty times a second, and audio still
+    flows a second later (about twenty failed checks per connection)."""
+    refused: list[object] = []
+    request = aioice.ice.StunProtocol.request
+
+    async def unanswered_consent(
+        self: aioice.ice.StunProtocol, message: Any, addr: Any, **options: Any
+    ) -> Any:
+        if options.get("retransmissions") == 0:  # consent checks only (RFC 7675)
+            refused.append(addr)
+            raise aioice.stun.TransactionTimeout
+        return await request(self, message, addr, **options)
+
+    monkeypatch.setattr(aioice.ice, "CONSENT_INTERVAL", 0.05)
+    monkeypatch.setattr(aioice.ice.StunProtocol, "request", unanswered_consent)
+    speaker = await room_factory(ROOM, "speaker")
+    listener = await room_factory(ROOM, "listener")
+    source = rtc.AudioSource(48000, 1)
+    track = rtc.LocalAudioTrack.create_audio_track("mic", source)
+    options = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+    await speaker.local.publish_track(track, options)
+    feeding = asyncio.ensure_future(feed_sine(source, 440.0))
+    try:
+        remote_track, _pub, _participant = await listener.events.wait("track_subscribed")
+        await collect_audio(remote_track, seconds=0.2, within=20)
+        # Four connections (two each), consent checked every 40-60 ms, all unanswered.
+        await wait_until(lambda: len(refused) >= 4 * 20, within=30)
+        samples = await collect_audio(remote_track, seconds=1.0, within=20)
+    finally:
+        feeding.cancel()
+        await asyncio.gather(feeding, return_exceptions=True)
+        await source.aclose()
+    assert abs(tone_frequency(samples[-24000:], 48000) - 440.0) < 5.0
+    assert speaker.events.seen["reconnecting"] == []
+    assert listener.events.seen["reconnecting"] == []

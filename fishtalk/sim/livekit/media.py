@@ -14,6 +14,14 @@ candidates are simply held until the matching remote description is set. aiortc 
 public way to choose a sender's msid, which the SDK uses to find the publisher
 (``PA_<participant>|TR_<track>``), so a private sender attribute is set; it is the only
 reach into aiortc internals, kept in :func:`_set_msid`.
+
+Liveness is the signalling socket's to judge (the ping watchdog and the resume window in
+:mod:`~fishtalk.sim.livekit.server`), as in livekit-server, whose ICE counts any packet
+from the peer as a sign of life. aioice instead closes a connection after six consent
+checks in a row go unanswered within 0.5 s each, and nothing tells the server: on a
+loaded host that shut live publisher connections mid-call, the client's resume then met
+a closed connection, and its microphone went silent with no error. So the sim turns
+aioice's consent expiry off (:data:`CONSENT_FAILURES_ALLOWED`).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+import aioice.ice
 import numpy as np
 from aiortc import (
     MediaStreamTrack,
@@ -43,6 +52,10 @@ from livekit.protocol import rtc
 from fishtalk.engine.aio import TaskSet
 
 log = logging.getLogger(__name__)
+
+CONSENT_FAILURES_ALLOWED = 1 << 30
+"""Unanswered consent checks before aioice gives a connection up: never, in practice."""
+aioice.ice.CONSENT_FAILURES = CONSENT_FAILURES_ALLOWED
 
 RELIABLE = "_reliable"
 """Label of the ordered, reliable data channel (LiveKit's name)."""
