@@ -143,8 +143,7 @@ class Speech:
                 # A line with no audio has no playback to pace it to: its words go out
                 # back to back, still one chunk each (issue 24).
                 for word in split_words(text):
-                    await writer.write(word)
-                    delivered.append(word)
+                    await _write(writer, word, delivered)
         finally:
             # Also on interrupt: the segment closes holding only the words delivered.
             await asyncio.shield(writer.aclose(attributes={p.ATTR_TRANSCRIPTION_FINAL: "true"}))
@@ -177,8 +176,7 @@ class Speech:
             written = 0
             if settings.first_audio_delay_seconds > 0:
                 # The text runs ahead of the voice: first chunk now, its audio later.
-                await writer.write(words[0])
-                delivered.append(words[0])
+                await _write(writer, words[0], delivered)
                 written = 1
                 await asyncio.sleep(settings.first_audio_delay_seconds)
                 start = loop.time()
@@ -234,8 +232,7 @@ class Speech:
             self.frames_sent += 1
             if first and word:
                 # The word's first frame is queued: write the word as it starts playing.
-                await writer.write(word)
-                delivered.append(word)
+                await _write(writer, word, delivered)
                 first = False
             sent += chunk
         return start, sent
@@ -258,6 +255,14 @@ class Speech:
         await writer.write(text)
         await writer.aclose()
         self._core.note(f"user transcript{' final' if final else ''}: {text}")
+
+
+async def _write(writer: rtc.TextStreamWriter, word: str, delivered: list[str]) -> None:
+    """Write one word to the segment and count it delivered. An interrupt landing while the
+    write is in flight cannot take it back (its chunk is already on the wire), so the write
+    runs to its end and the word counts: the agent's "said" is what the user was sent."""
+    delivered.append(word)
+    await asyncio.shield(writer.write(word))
 
 
 def _gained(pcm: Pcm, gain_db: float) -> Pcm:
