@@ -33,6 +33,11 @@ def _log(path: Path) -> TextIO:
     return path.open("w", encoding="utf-8")
 
 
+def _tail(path: Path, chars: int = 3000) -> str:
+    """The end of a process's log, for an assertion's message."""
+    return path.read_text("utf-8", "replace")[-chars:]
+
+
 def _master_and_workers(
     sim: Sim, tmp_path: Path, test: str, *, users: int, workers: int, run_time: str
 ) -> tuple[int, list[int]]:
@@ -66,8 +71,8 @@ def test_a_master_and_two_workers_count_the_sessions_the_sim_saw(sim: Sim, tmp_p
     master, workers = _master_and_workers(
         sim, tmp_path, "hello.toml", users=4, workers=2, run_time="3s"
     )
-    assert master == 0, (tmp_path / "master.log").read_text("utf-8")[-3000:]
-    assert workers == [0, 0]
+    assert master == 0, _tail(tmp_path / "master.log")
+    assert workers == [0, 0], [_tail(tmp_path / f"worker{n}.log") for n in range(2)]
     entries = json.loads((tmp_path / "stats.json").read_text("utf-8"))  # Locust adds .json
     by_name = {(e["method"], e["name"]): e for e in entries}
     starts = by_name["session", "hello: start"]
@@ -97,8 +102,8 @@ def test_a_worker_with_20_users_stays_live_while_sessions_run(sim: Sim, tmp_path
     )  # fmt: skip
     # Exit 1 is allowed: on a loaded host a session may time out starting; liveness is
     # what this test is about.
-    assert master.wait(WAIT) in (0, 1)
-    assert worker.wait(WAIT) in (0, 1)
+    assert master.wait(WAIT) in (0, 1), _tail(tmp_path / "master.log")
+    assert worker.wait(WAIT) in (0, 1), _tail(tmp_path / "worker.log")
     master_log = (tmp_path / "master.log").read_text("utf-8")
     worker_log = (tmp_path / "worker.log").read_text("utf-8")
     # Locust's own verdicts on liveness, both ways. (A worker handling "stop" blocks its
