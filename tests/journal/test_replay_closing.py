@@ -5,14 +5,16 @@ reply heard 5 s late was named live and not on replay (seen in CI)."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 from fishtalk.core import conversation as conv
 from fishtalk.engine import observe
-from fishtalk.engine.journal.reader import read_journal
+from fishtalk.engine.journal.reader import read_journal, summarize_journal
 from fishtalk.engine.journal.writer import JournalWriter
 from fishtalk.plain.render import closing_notes
 from fishtalk.plain.replay import play_plain
+from fishtalk.workbench.journal.export import FORMATS, render
 from fishtalk.workbench.journal.replay import states
 
 T0 = 100.0
@@ -66,3 +68,27 @@ def test_replay_prints_the_closing_notes_line_mode_printed(tmp_path: Path) -> No
     out = io.StringIO()
     play_plain(journal, out, speed=0)
     assert out.getvalue().endswith(notes[0] + "\n")
+
+
+def test_a_damaged_report_is_left_out_of_replay_and_exports(tmp_path: Path) -> None:
+    """A reply-audio record of the wrong shape (an edited journal: a gap of three numbers)
+    is one this version cannot read: replay and every export leave it out, no traceback."""
+    path = tmp_path / "damaged.jsonl"
+    _write(path)
+    lines = []
+    for line in path.read_text("utf-8").splitlines():
+        record = json.loads(line)
+        if "report" in record:
+            record["report"]["gaps"] = [[0.4, 0.35, 9]]
+        lines.append(json.dumps(record))
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    journal = read_journal(path)
+    *_, (_, replayed, _) = states(journal)
+    assert replayed.reply_audio == ()
+    summary = summarize_journal(journal)
+    for fmt in FORMATS:
+        render(summary, fmt)
+    assert "reply 1:" not in render(summary, "txt")
+    out = io.StringIO()
+    play_plain(journal, out, speed=0)
+    assert "leading silence" not in out.getvalue()

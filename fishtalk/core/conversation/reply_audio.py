@@ -10,8 +10,9 @@ count from the reply's first audible sample.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 Mismatch: TypeAlias = Literal["audio_without_transcript", "transcript_without_audio"]
 """Audio that no transcript line came with, or a spoken line with no audible audio."""
@@ -71,6 +72,16 @@ class ReplyAudioReport:
         # JSON gives lists: a report read back is equal to the one written.
         object.__setattr__(self, "segment_ids", tuple(self.segment_ids))
         object.__setattr__(self, "gaps", tuple((float(a), float(b)) for a, b in self.gaps))
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ReplyAudioReport | None:
+        """The report a journal's record holds (its JSON object), or None when this version
+        cannot read it back: a field it does not know, or a value of the wrong shape (an
+        edited or damaged journal must not end a replay or an export with a traceback)."""
+        try:
+            return cls(**record)
+        except (TypeError, ValueError):
+            return None
 
 
 @dataclass(frozen=True, slots=True)

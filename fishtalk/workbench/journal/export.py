@@ -134,9 +134,8 @@ def audio_notes(summary: JournalSummary) -> list[str]:
     by :data:`~fishtalk.core.conversation.reply_audio.DEFAULT_BUDGETS`)."""
     notes = []
     for data in summary.reply_audio:
-        try:
-            report = ReplyAudioReport(**data)
-        except TypeError:
+        report = ReplyAudioReport.from_record(data)
+        if report is None:
             continue  # a report of another version: shown in the JSON export only
         figures = [f"longest gap {report.longest_gap:.2f} s", f"clipping {report.clipping:.1%}"]
         if report.leading_from_text is not None:

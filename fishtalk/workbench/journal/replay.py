@@ -35,10 +35,12 @@ def _build(cls: type, record: Mapping[str, Any], at: float) -> conv.Input | None
             elif key in record:
                 value = record[key]
                 if f.name == "report" and isinstance(value, Mapping):
-                    value = conv.ReplyAudioReport(**value)  # a nested record, rebuilt
+                    value = conv.ReplyAudioReport.from_record(value)  # a nested record
+                    if value is None:
+                        return None
                 kwargs[f.name] = tuple(value) if isinstance(value, list) else value
         built: conv.Input = cls(**kwargs)
-    except TypeError:
+    except (TypeError, ValueError):
         return None  # a record this version cannot rebuild (fields it does not know)
     return built
 
