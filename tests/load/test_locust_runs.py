@@ -79,7 +79,9 @@ def test_a_master_and_two_workers_count_the_sessions_the_sim_saw(sim: Sim, tmp_p
     seen = sim.sessions() - before
     assert starts["num_requests"] == len(seen) > 0
     assert starts["num_failures"] == 0
-    assert by_name["turn", "hello: turn 1 (say 'hi') [first text]"]["num_requests"] == len(seen)
+    turn = ("turn", "hello: turn 1 (say 'hi') [first text]")
+    assert turn in by_name, (sorted(by_name), _tail(tmp_path / "master.log"))
+    assert by_name[turn]["num_requests"] == len(seen)
     assert by_name["session", "hello: whole session"]["num_failures"] == 0
 
 
