@@ -1,14 +1,18 @@
 """Real Locust runs against the sim on 127.0.0.1 (WebRTC in the private namespace): a
-master and two workers count what the sim saw, a worker with 20 users stays live, and
-Ctrl-C hangs every session up and still writes the report."""
+master and two workers count what the sim saw, a worker with 20 users stays live,
+Ctrl-C hangs every session up and still writes the report, ``fishtalk load`` over
+forked worker processes writes Locust's CSV reports, and ``--web`` serves its live
+statistics."""
 
 from __future__ import annotations
 
+import csv
 import json
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import TextIO
 
@@ -16,8 +20,15 @@ import pytest
 
 from .conftest import FILES, WAIT, Sim, free_port, locust, locust_env
 
-# Generous: each test runs real Locust processes and WebRTC sessions on a shared host.
-pytestmark = [pytest.mark.webrtc, pytest.mark.timeout(300)]
+# Generous: each test runs real Locust processes and WebRTC sessions on a shared host. One
+# worker runs them one after another: each starts several processes and up to 20 sessions,
+# and two side by side would load a 2-core host for no purpose of either (liveness under
+# load is one test's subject, with its own 20 users).
+pytestmark = [
+    pytest.mark.webrtc,
+    pytest.mark.timeout(300),
+    pytest.mark.xdist_group("locust-runs"),
+]
 
 
 def _fishtalk_args(sim: Sim, test: str, *, pace: float = 0.5) -> list[str]:
@@ -147,3 +158,71 @@ def test_ctrl_c_hangs_every_session_up_and_writes_the_report(sim: Sim, tmp_path:
     out = (tmp_path / "run.log").read_text("utf-8")
     assert html.exists(), out[-3000:]
     assert "Traceback" not in out
+
+
+def test_fishtalk_load_over_two_processes_writes_locusts_csv(sim: Sim, tmp_path: Path) -> None:
+    """``--processes`` forks Locust's workers (each starts its own engine after the fork);
+    ``--csv`` writes Locust's reports, whose totals are the sessions the sim saw."""
+    before = sim.sessions()
+    prefix = tmp_path / "run"
+    run = subprocess.run(
+        [
+            sys.executable, "-m", "fishtalk", "load", str(FILES / "hello.toml"),
+            "--agent", "chat", "--api-url", sim.handle.api_url, "--yes", "-u", "4", "-r", "4",
+            "-t", "3s", "--max-sessions", "1000", "--processes", "2", "--csv", str(prefix),
+            "--pace", "0.5", "--stop-timeout", "10",
+        ],
+        env=locust_env(sim), stdout=_log(tmp_path / "run.log"), stderr=subprocess.STDOUT,
+        timeout=WAIT,
+    )  # fmt: skip
+    assert run.returncode == 0, _tail(tmp_path / "run.log")
+    seen = sim.sessions() - before
+    with (tmp_path / "run_stats.csv").open(encoding="utf-8", newline="") as table:
+        rows = {(r["Type"], r["Name"]): r for r in csv.DictReader(table)}
+    starts = rows["session", "hello: start"]
+    assert int(starts["Request Count"]) == len(seen) > 0
+    assert int(starts["Failure Count"]) == 0
+    turn = ("turn", "hello: turn 1 (say 'hi') [first text]")
+    assert turn in rows, (sorted(rows), _tail(tmp_path / "run.log"))
+    assert int(rows[turn]["Request Count"]) == len(seen)
+    assert (tmp_path / "run_stats_history.csv").exists()
+    assert "Traceback" not in _tail(tmp_path / "run.log", 100_000)
+
+
+def test_fishtalk_load_web_serves_locusts_live_stats(sim: Sim, tmp_path: Path) -> None:
+    """``--web``: Locust's web UI on 127.0.0.1 (Locust's own flags pass through), its live
+    statistics naming fishtalk's requests while the run goes on."""
+    port = free_port()
+    run = subprocess.Popen(
+        [
+            sys.executable, "-m", "fishtalk", "load", str(FILES / "hello.toml"),
+            "--agent", "chat", "--api-url", sim.handle.api_url, "--yes", "-u", "2", "-r", "2",
+            "-t", "6s", "--max-sessions", "1000", "--web", "--web-host", "127.0.0.1",
+            "--web-port", str(port), "--autostart", "--autoquit", "1",
+        ],
+        env=locust_env(sim), stdout=_log(tmp_path / "run.log"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 only
+    names: set[str] = set()
+    page = ""
+    deadline = time.monotonic() + WAIT
+    try:
+        while "hello: start" not in names:
+            assert run.poll() is None, _tail(tmp_path / "run.log")
+            assert time.monotonic() < deadline, _tail(tmp_path / "run.log")
+            time.sleep(0.2)
+            try:
+                with direct.open(f"http://127.0.0.1:{port}/stats/requests", timeout=5) as reply:
+                    stats = json.loads(reply.read())
+                with direct.open(f"http://127.0.0.1:{port}/", timeout=5) as reply:
+                    page = reply.read().decode("utf-8", "replace")
+            except OSError:
+                continue  # not listening yet
+            names = {str(row.get("name")) for row in stats.get("stats", [])}
+        assert "locust" in page.lower()
+        assert run.wait(WAIT) == 0, _tail(tmp_path / "run.log")
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(WAIT)
+    assert "Traceback" not in _tail(tmp_path / "run.log", 100_000)
