@@ -41,8 +41,11 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("fishtalk.engine.session")
 
-SEND_DRAIN_TIMEOUT: Final = 2.0
-"""At teardown, how long queued client events (``user.hangup``) get to leave."""
+SEND_DRAIN_TIMEOUT: Final = 5.0
+"""At teardown, how long queued client events (``user.hangup``) get to leave. A hangup that
+is the call's first packet (Ctrl-C in a text-only call before anything was typed) first
+opens the SDK's publisher connection: 0.3-0.6 s on a quiet host, over 2 s on a loaded
+one, where CI saw the hangup dropped. The wait ends as soon as the queue is empty."""
 DISCONNECT_TIMEOUT: Final = 5.0
 """At teardown, how long the room disconnect may take."""
 PREVIEW_BYTES: Final = 200
