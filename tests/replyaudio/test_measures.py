@@ -22,6 +22,11 @@ pytestmark = pytest.mark.webrtc
 
 FRAME = 0.02
 """The sim's audio chunk: the resolution a figure is checked to."""
+TIME_STRETCH = 0.1
+"""How much shorter a silence may reach the client than it was sent: the receiver's jitter
+buffer (libwebrtc's NetEq) time-compresses ("accelerates") playout to drain audio that
+arrived in a burst, and does so mostly in silence. CI saw a 0.655 s stall received as
+0.63 s after a stalled moment; unloaded, the figures hold to the frame (test_measure_pure)."""
 
 
 async def _reply(sim: SimInfo, agent: str, *, interrupt: bool = False) -> conv.ReplyAudioReport:
@@ -73,13 +78,17 @@ async def test_a_gap_mid_reply_is_found_where_and_as_long_as_injected(sim: SimIn
     pause = _padded(before[-1].size) - (before[-1].size / SAMPLE_RATE - 0.05)
     expected_gap = 0.6 + pause
     expected_at = sum(_padded(pcm.size) for pcm in before) - pause
-    # The injected stall is there, no shorter and no sooner than put, to the frame (a busy
-    # machine may stall the in-process sim too, which only adds silence; the figures to
-    # the frame, unloaded: test_measure_pure).
-    assert any(
-        length >= expected_gap - FRAME and at >= expected_at - FRAME for at, length in report.gaps
-    ), (expected_at, expected_gap, report.gaps)
-    assert report.longest_gap >= expected_gap - FRAME
+    # The injected stall is there, no sooner and no shorter than put, to the frame, but for
+    # what the receiver's jitter buffer may take out of silences (a busy machine may stall
+    # the in-process sim too, which only adds silence).
+    shortest = expected_gap - FRAME - TIME_STRETCH
+    earliest = expected_at - FRAME - TIME_STRETCH  # the pauses before it may shrink too
+    assert any(length >= shortest and at >= earliest for at, length in report.gaps), (
+        expected_at,
+        expected_gap,
+        report.gaps,
+    )
+    assert report.longest_gap >= shortest
     text = [p.text for p in problems(report, conv.AudioBudgets(max_gap=0.5))]
     assert text == [
         f"reply {report.reply}: gap of {report.longest_gap:.2f} s at "
