@@ -525,21 +525,12 @@ async def test_unanswered_consent_checks_never_cut_a_connection(
     monkeypatch.setattr(aioice.ice.StunProtocol, "request", unanswered_consent)
     speaker = await room_factory(ROOM, "speaker")
     listener = await room_factory(ROOM, "listener")
-    source = rtc.AudioSource(48000, 1)
-    track = rtc.LocalAudioTrack.create_audio_track("mic", source)
-    options = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
-    await speaker.local.publish_track(track, options)
-    feeding = asyncio.ensure_future(feed_sine(source, 440.0))
-    try:
+    async with _Tone(speaker, 440.0):
         remote_track, _pub, _participant = await listener.events.wait("track_subscribed")
         await collect_audio(remote_track, seconds=0.2, within=20)
         # Four connections (two each), consent checked every 40-60 ms, all unanswered.
         await wait_until(lambda: len(refused) >= 4 * 20, within=30)
         samples = await collect_audio(remote_track, seconds=1.0, within=20)
-    finally:
-        feeding.cancel()
-        await asyncio.gather(feeding, return_exceptions=True)
-        await source.aclose()
     assert abs(tone_frequency(samples[-24000:], 48000) - 440.0) < 5.0
     assert speaker.events.seen["reconnecting"] == []
     assert listener.events.seen["reconnecting"] == []
