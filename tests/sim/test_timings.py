@@ -6,16 +6,15 @@ setting is measured here on the user's side of the wire, with the user's own clo
 
 * every figure is measured from a cause on the user's side (the moment just before the
   user sent its turn) to an effect that arrives: the agent cannot answer before it was
-  asked, so the injected time is a lower bound that physics guarantees. It may exceed it
-  by at most ``TOLERANCE`` (3 s): the rest is the sim's own work (a state change and a text
-  stream opened per reply, the audio's trip through Opus and the jitter buffer, ~0.2 s)
-  plus scheduling: the sim and the user share one process and event loop, on a 2-core
-  machine running other tests (under a load average of 4, delays of 1.7 s above the
-  injected ones were seen). A setting that is ignored is off by far more or comes out
-  short: each test below says how;
+  asked, so the injected time is a lower bound that physics guarantees, and that is the
+  only bound asserted. A setting that is ignored comes out short (each test picks values
+  that the default would undercut). How much later than the injected time an effect
+  arrives is the sim's own work plus scheduling on a shared host (on a loaded 2-core CI
+  host, 1.7 s above and more): a performance figure, measured in bench/, never asserted;
 * no figure is the difference of two arrivals (say, the ``thinking`` state and the first
   transcript chunk): each arrival is late by its own delivery delay, so such a gap has no
-  bound. What the agent scheduled between them is read from the sim agent's journal.
+  bound. What the agent scheduled (its think time, its pacing) is read from the sim
+  agent's journal, on the agent's side of the wire.
 
 Run: ``.venv/bin/python -m fishtalk.sim.netns -- .venv/bin/pytest tests/sim/test_timings.py -q``
 """
@@ -47,9 +46,6 @@ from fishtalk.sim.fish.voice import SAMPLE_RATE, ToneVoice, split_words
 from fishtalk.sim.runner import SimHandle, run_sim
 
 from .sim_user import UserClient
-
-TOLERANCE = 3.0
-"""Seconds a measured figure may exceed the injected one (see the module docstring)."""
 
 # --- parsing and validation (no network) --------------------------------------------
 
@@ -182,12 +178,12 @@ async def test_think_time_of_a_builtin_scenario() -> None:
             await _ready(user)
             asked, reply = await _ask(user, "ping")
             first_text = reply.chunk_times[0]
-            assert think <= first_text - asked <= think + TOLERANCE
+            assert think <= first_text - asked
             after = [(s, t) for s, t in user.state_times if t >= asked]
             thinking = next(t for s, t in after if s == "thinking")
             speaking = next(t for s, t in after if s == "speaking")
             assert asked <= thinking < speaking  # one ordered channel carries both states
-            assert think <= speaking - asked <= think + TOLERANCE
+            assert think <= speaking - asked
             agent = await sim.agent(user.session_id)
             assert f"thinking for {think:g} s" in agent.journal
             await user.until(lambda: any(t > first_text for t in user.loud_times))
@@ -198,15 +194,16 @@ async def test_think_time_of_a_builtin_scenario() -> None:
 
 @pytest.mark.webrtc
 async def test_zero_think_time_answers_at_once() -> None:
-    """``think_seconds = 0``: the default 0.4 s pause is gone (the reply's first chunk
-    arrives sooner than the default would allow)."""
+    """``think_seconds = 0``: the default 0.4 s pause is gone. The agent's journal says
+    so; the reply's arrival is not timed against the default (that would bound a
+    delivery from above, which a loaded host breaks)."""
     async with run_sim(voice=ToneVoice(), agent_overrides={**QUIET, "think_seconds": 0}) as sim:
         user = UserClient(sim)
         try:
             await user.start("converse")
             await _ready(user)
             asked, reply = await _ask(user, "quick", audio=False)
-            assert 0 <= reply.chunk_times[0] - asked < AgentSettings().think_seconds
+            assert reply.chunk_times[0] - asked >= 0
             agent = await sim.agent(user.session_id)
             assert "thinking for 0 s" in agent.journal
         finally:
@@ -244,7 +241,7 @@ async def test_first_audio_comes_after_the_first_text_by_the_delay() -> None:
             first_audio = await user.until(
                 lambda: next((t for t in user.loud_times if t > asked), None)
             )
-            assert delay <= first_audio - asked <= delay + TOLERANCE
+            assert delay <= first_audio - asked
             # The text ran ahead: the second word came only with the audio.
             await user.until(lambda: stream.closed, within=30.0)
             assert stream.text.startswith("You said: hello")
@@ -288,7 +285,7 @@ async def test_audio_chunks_and_real_time_factor_pace_the_reply() -> None:
             # lower bound below tells either mistake.
             assert _paced_span(reply.text, chunk_ms, 1.0) < expected - 1.0
             assert _paced_span(reply.text, 20, factor) < expected - 0.5, reply.text
-            assert expected <= reply.chunk_times[-1] - asked <= expected + TOLERANCE
+            assert expected <= reply.chunk_times[-1] - asked
             assert user.loud_frames > 0  # chunks of 100 ms reach the user as sound
         finally:
             _journal(sim)
@@ -337,7 +334,7 @@ async def test_sim_serve_agent_setting_reaches_the_agent() -> None:
             await user.start("converse")
             await _ready(user)
             asked, reply = await _ask(user, "slowly", audio=False)
-            assert think <= reply.chunk_times[0] - asked <= think + TOLERANCE
+            assert think <= reply.chunk_times[0] - asked
         finally:
             await user.close()
     finally:
