@@ -12,14 +12,17 @@ one network namespace the runner made.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import tempfile
 import threading
+from collections.abc import Generator
 
 import pytest
 
 from fishtalk.sim.netns import in_namespace
+from fishtalk.sim.tracelog import ENV as SIM_TRACE_ENV
 
 # tests/support (what tests and benchmarks share) is importable in every process the suite
 # starts too: scripts run by path and ``python -m fishtalk`` children alike.
@@ -59,15 +62,58 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["FISHTALK_TEST_STATE"] = os.environ["XDG_STATE_HOME"] = state
         # ... and the speech that test files synthesise out of the real cache.
         os.environ["XDG_CACHE_HOME"] = os.path.join(state, "cache")
+    # Every sim this process or its children start appends its trace here (one file per
+    # xdist worker); a failing test shows the part written while it ran (see below).
+    fd, trace = tempfile.mkstemp(prefix="fishtalk-sim-trace-", suffix=".log")
+    os.close(fd)
+    os.environ[SIM_TRACE_ENV] = trace
 
 
+_TRACE_START = pytest.StashKey[int]()
+TRACE_LINES = 400
+"""How much of the sim's trace a failure shows: the last lines written during the test."""
+
+
+def _trace_size() -> int:
+    try:
+        return os.path.getsize(os.environ[SIM_TRACE_ENV])
+    except (KeyError, OSError):
+        return 0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, None]:
+    """A failure's report gains the sim trace its test wrote (fishtalk/sim/tracelog.py):
+    what the sim's agents, signalling, ICE and DTLS did, beside the client's own output."""
+    report = yield
+    start = item.stash.get(_TRACE_START, None)
+    if not report.get_result().failed or start is None:
+        return
+    with open(os.environ[SIM_TRACE_ENV], "rb") as trace:
+        trace.seek(start)
+        lines = trace.read().decode("utf-8", "replace").splitlines()
+    if lines:
+        shown = lines[-TRACE_LINES:]
+        cut = f"(the last {len(shown)} of {len(lines)} lines)\n" if len(shown) < len(lines) else ""
+        report.get_result().sections.append(("sim trace", cut + "\n".join(shown)))
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_TRACE_START] = _trace_size()  # before the test's fixtures start a sim
     if item.get_closest_marker("webrtc") is not None and not in_namespace():
         pytest.fail(
             "this test needs WebRTC networking: run the suite through "
             "`python -m fishtalk.sim.netns -- python -m pytest`",
             pytrace=False,
         )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    with contextlib.suppress(KeyError, OSError):
+        os.unlink(os.environ.pop(SIM_TRACE_ENV))
 
 
 @pytest.hookimpl(trylast=True)

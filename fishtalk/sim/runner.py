@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fishtalk.sim.tracelog import traced
+
 if TYPE_CHECKING:
     from fishtalk.sim.fish.agent import SimAgent
     from fishtalk.sim.fish.endpoint import SessionEndpoint
@@ -181,16 +183,17 @@ async def run_sim(
 
     endpoint.on_session = spawn
     endpoint.install(server.app)
-    await server.start()
-    try:
-        yield handle
-    finally:
-        for task in list(tasks):
-            task.cancel()
-        for task in list(tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        await server.stop()
+    with traced():
+        await server.start()
+        try:
+            yield handle
+        finally:
+            for task in list(tasks):
+                task.cancel()
+            for task in list(tasks):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            await server.stop()
 
 
 class SimThread:
