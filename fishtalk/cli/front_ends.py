@@ -78,7 +78,7 @@ def run_tui(
     finally:
         recording.close()
         if metrics is not None:
-            metrics.write(session.state)
+            metrics.write(session.state, journal_origin=recording.clock_origin)
     return exit_code_of(outcome) if outcome is not None else EXIT_CONNECTION
 
 
@@ -123,7 +123,7 @@ def run_plain(
     finally:
         recording.close()
         if metrics is not None:
-            metrics.write(session.state)
+            metrics.write(session.state, journal_origin=recording.clock_origin)
     return EXIT_INTERRUPTED if result is None else exit_code_of(result)
 
 

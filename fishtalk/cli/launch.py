@@ -238,6 +238,11 @@ class Recording(contextlib.ExitStack):
     writer: JournalWriter | None = None
     """The journal being written (None: none)."""
 
+    @property
+    def clock_origin(self) -> float | None:
+        """The session clock at the journal's header (its records' ``t`` = 0), if any."""
+        return None if self.writer is None else self.writer.origin[0]
+
 
 def attach_journal(
     settings: Settings,

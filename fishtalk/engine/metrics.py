@@ -7,6 +7,12 @@ the call. The content is :func:`fishtalk.core.conversation.metrics` of the final
 closed turn's waterfall (:meth:`~fishtalk.core.conversation.Waterfall.to_dict`), each
 interrupt, and the summary (p50, p95, the worst turn). :func:`settled` is the one
 correction every front end makes to a closed turn once its line is known (see there).
+
+Every mark (``user_ended_at``, ``first_text_at``, ...) is written on the journal's clock:
+seconds since the call's journal began (its records' ``t``), as ``fishtalk export`` writes
+them, so one turn has one time wherever it is shown. Without a journal the zero is the
+moment the file was opened, just before the call started. ``clock_origin`` in the file
+says which.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
 from fishtalk.core import conversation as conv
+from fishtalk.engine.journal.reader import on_journal_clock
 
 _log = logging.getLogger(__name__)
 
@@ -49,9 +57,11 @@ def settled_metrics(state: conv.State) -> dict[str, object]:
 class MetricsFile:
     """An open ``--metrics-json`` file; :meth:`write` fills it once, at the end."""
 
-    def __init__(self, path: Path, handle: TextIO) -> None:
+    def __init__(self, path: Path, handle: TextIO, *, opened_at: float) -> None:
         self.path = path
         self._handle: TextIO | None = handle
+        self.opened_at = opened_at
+        """The session clock (monotonic seconds) when the file was opened."""
 
     @classmethod
     def open(cls, path: Path) -> MetricsFile:
@@ -63,18 +73,27 @@ class MetricsFile:
         except OSError:
             os.close(fd)
             raise
-        return cls(path, os.fdopen(fd, "w", encoding="utf-8"))
+        return cls(path, os.fdopen(fd, "w", encoding="utf-8"), opened_at=time.monotonic())
 
-    def write(self, state: conv.State) -> None:
+    def write(self, state: conv.State, *, journal_origin: float | None = None) -> None:
         """Write the call's latency (once; later calls do nothing) and close the file.
-        A write that fails is logged, never raised: the call is over either way."""
+        ``journal_origin``: the session clock at the call's journal header, if one was
+        written (the marks' zero; otherwise the file's opening). A write that fails is
+        logged, never raised: the call is over either way."""
         handle, self._handle = self._handle, None
         if handle is None:
             return
+        origin = self.opened_at if journal_origin is None else journal_origin
+        measured = settled_metrics(state)
+        for key in ("turns", "interrupts"):
+            rows = measured[key]
+            assert isinstance(rows, list)
+            measured[key] = [on_journal_clock(row, origin) for row in rows]
         data = {
             "schema_version": conv.SCHEMA_VERSION,
             "end_reason": state.end_reason,
-            **settled_metrics(state),
+            "clock_origin": "opened" if journal_origin is None else "journal",
+            **measured,
         }
         try:
             with handle:

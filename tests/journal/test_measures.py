@@ -10,6 +10,7 @@ import pytest
 
 from fishtalk.core import conversation as conv
 from fishtalk.engine.journal.reader import read_journal, summarize_journal
+from fishtalk.engine.metrics import MetricsFile
 from fishtalk.workbench.journal.compare import diff, format_diff, list_sessions
 from fishtalk.workbench.journal.export import render, to_data
 from fishtalk.workbench.reports.session import transcript
@@ -57,6 +58,30 @@ def test_the_waterfall_marks_are_on_the_session_clock(tmp_path: Path) -> None:
     assert user["start"] == 1.0
     assert w["user_ended_at"] == 1.01
     assert w["first_text_at"] == 1.6
+
+
+def test_metrics_json_marks_are_on_the_journals_clock(tmp_path: Path) -> None:
+    """``--metrics-json`` writes a turn's marks as export does: seconds since the journal's
+    header; without a journal, seconds since the file was opened (the call's start)."""
+    summary, final = _summary(tmp_path)
+    exported = to_data(summary)["latency"]["turns"][0]
+    metrics = MetricsFile.open(tmp_path / "m.json")
+    metrics.write(final, journal_origin=T0)
+    data = json.loads((tmp_path / "m.json").read_text(encoding="utf-8"))
+    assert data["clock_origin"] == "journal"
+    [w] = data["turns"][:1]
+    assert (w["user_ended_at"], w["first_text_at"]) == (1.01, 1.6)
+    assert (w["user_ended_at"], w["first_text_at"]) == (
+        exported["user_ended_at"],
+        exported["first_text_at"],
+    )
+    assert w["first_text_ms"] == exported["first_text_ms"]  # figures stay as they are
+    alone = MetricsFile.open(tmp_path / "alone.json")
+    alone.opened_at = T0 + 1.0  # opened a second after the journal would have begun
+    alone.write(final)
+    data = json.loads((tmp_path / "alone.json").read_text(encoding="utf-8"))
+    assert data["clock_origin"] == "opened"
+    assert data["turns"][0]["user_ended_at"] == pytest.approx(0.01)
 
 
 def test_a_journal_without_its_clock_origin_is_dated_by_its_first_line(tmp_path: Path) -> None:
