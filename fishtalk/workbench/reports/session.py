@@ -22,7 +22,14 @@ from fishtalk.engine.journal.reader import (
     summarize_journal,
 )
 from fishtalk.engine.journal.writer import AUDIO_SUFFIX
-from fishtalk.workbench.journal.export import SPEAKERS, clock, events, latency_data
+from fishtalk.workbench.journal.export import (
+    SPEAKERS,
+    audio_notes,
+    clock,
+    events,
+    heard_note,
+    latency_data,
+)
 from fishtalk.workbench.reports.audio import PageAudio, load_audio
 from fishtalk.workbench.reports.charts import num, span, waterfall_svg, waveform_svg
 from fishtalk.workbench.reports.page import document, esc, facts, filters, long_text, ms
@@ -49,6 +56,9 @@ def _turn_item(turn: Turn) -> str:
         badges.append(_badge("truncated: never final", "bad"))
     badges += [_badge(words) for words in measure_words(turn.first_text, turn.heard)]
     notes = f"<div>{''.join(badges)}</div>" if badges else ""
+    if turn.heard_text is not None:  # what the reply's audio said (speech recognition)
+        said = heard_note(turn.heard_text, turn.heard_method, turn.heard_confidence)
+        notes += f'<p class="label">{esc(said)}</p>'
     return (
         f'<li class="item line {speaker}" data-kind="{speaker}" data-t="{turn.start:.3f}">'
         f"<time>{esc(clock(turn.start))}</time>"
@@ -123,6 +133,15 @@ def waterfalls(turns: list[dict[str, Any]]) -> str:
             f" · {esc(figure)}</h3>{waterfall_svg(w, scale)}</div>"
         )
     return "".join(blocks)
+
+
+def sound(summary: JournalSummary) -> str:
+    """How each reply sounded (its audio checks), in the words ``fishtalk export`` uses."""
+    notes = audio_notes(summary)
+    if not notes:
+        return ""
+    items = "".join(f"<li>{esc(note)}</li>" for note in notes)
+    return f'<section><h2>How the replies sounded</h2><ul id="sound">{items}</ul></section>'
 
 
 def when(started_at: str | None) -> str:
@@ -214,8 +233,9 @@ def session_page(journal: Journal, audio: Path | None = None) -> str:
         f"<section><h2>Latency per turn</h2>{waterfalls(figures['turns'])}",
         f"<ul>{interrupts}</ul>" if interrupts else "",
         "</section>",
+        sound(summary),
     ]
     return document(title, "\n".join(body))
 
 
-__all__ = ["session_page", "transcript", "waterfalls", "when"]
+__all__ = ["session_page", "sound", "transcript", "waterfalls", "when"]
