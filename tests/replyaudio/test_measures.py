@@ -33,6 +33,13 @@ async def _reply(sim: SimInfo, agent: str, *, interrupt: bool = False) -> conv.R
     async with AgentSession(
         agent, api_url=sim.api_url, api_key=sim.dev_key, audio=WavMicrophone(), reply_audio=True
     ) as session:
+        # Wait for the agent to be in the call, as a person waits for it. A turn typed
+        # sooner is queued and leaves as the agent joins, and the agent's first lines are
+        # then its opening (issue 24's rule for a greeting that races a queued turn): these
+        # agents neither greet nor think, so their reply would be taken for the opening.
+        # Under load the agent's first state came after ``connected`` and did just that.
+        if not session.state.agent_ready:
+            await session.wait_for(lambda _e: session.state.agent_ready, WAIT)
         await session.send_text("go")
         if interrupt:
             await session.wait_for(
