@@ -34,6 +34,18 @@ LEVELS = {
 _FORMAT = "%(asctime)s.%(msecs)03d %(process)d %(threadName)s %(name)s: %(message)s"
 
 
+class _OneLine(logging.Formatter):
+    """One line per record: aiortc logs each SDP it sets in full (40 lines apiece), which
+    would crowd out the rest of a failure's trace. The sim's own records keep their lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        if record.name.startswith("fishtalk."):
+            return text
+        first, _, rest = text.partition("\n")
+        return f"{first} [+{rest.count(chr(10)) + 1} lines]" if rest else first
+
+
 _saved: list[tuple[logging.Logger, int, bool]] = []
 """The loggers' own levels and propagation while any trace is on (two sims in one process
 overlap in any order: the first to start raises the levels, the last to stop restores)."""
@@ -58,7 +70,7 @@ def traced() -> Iterator[None]:
     except OSError:  # an unwritable path: the sim runs untraced rather than not at all
         yield
         return
-    handler.setFormatter(logging.Formatter(_FORMAT, datefmt="%H:%M:%S"))
+    handler.setFormatter(_OneLine(_FORMAT, datefmt="%H:%M:%S"))
     if _active == 0:
         for name, level in LEVELS.items():
             logger = logging.getLogger(name)

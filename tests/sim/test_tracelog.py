@@ -20,10 +20,14 @@ def test_a_trace_holds_the_sims_records_and_ice_but_not_rtp(
         logging.getLogger("fishtalk.sim.fish.core").debug("agent s1: joined")
         logging.getLogger("aioice.ice").info("Connection(0) ICE completed")
         logging.getLogger("aiortc.rtcrtpsender").debug("RTCRtpSender(audio) > RtpPacket")
+        sdp = "RTCPeerConnection() setLocalDescription(answer)\nv=0\no=- 1 1 IN IP4 0.0.0.0"
+        logging.getLogger("aiortc.rtcpeerconnection").debug(sdp)
     text = path.read_text()
     assert "fishtalk.sim.fish.core: agent s1: joined" in text
     assert "aioice.ice: Connection(0) ICE completed" in text
     assert "RtpPacket" not in text  # every packet would drown the rest
+    assert "setLocalDescription(answer) [+2 lines]" in text  # an SDP would crowd it out
+    assert "v=0" not in text
 
 
 def test_levels_and_propagation_come_back_after_overlapping_traces(
