@@ -179,3 +179,30 @@ async def test_control_end_closes_the_socket(ws: aiohttp.ClientWebSocketResponse
     await ws.send_str(ol.encode_message(ol.Control(action="end")))
     msg = await ws.receive()
     assert msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+
+
+async def test_an_oversized_client_frame_is_refused_in_one_error(
+    ws: aiohttp.ClientWebSocketResponse,
+) -> None:
+    big = ol.encode_message(ol.UserText(text="x" * (ol.MAX_TEXT_FRAME_BYTES + 1)))
+    await ws.send_str(big)
+    reply = await next_frame(ws)
+    assert isinstance(reply, ol.ErrorMessage)
+    assert f"over the {ol.MAX_TEXT_FRAME_BYTES}-byte limit" in reply.message
+    assert said(await turn(ws, "small")) == "You said: small. What else?"
+
+
+async def test_stopping_the_sim_mid_turn_closes_the_socket() -> None:
+    async with (
+        run_openlive_sim(pace_seconds=0.05) as sim,
+        aiohttp.ClientSession() as http,
+        http.ws_connect(sim.url) as live,
+    ):
+        await next_frame(live)  # ready
+        await live.send_str(ol.encode_message(ol.UserText(text="a long one")))
+        assert isinstance(await next_frame(live), ol.SseMessage)
+        await sim.stop()
+        while (msg := await live.receive()).type == aiohttp.WSMsgType.TEXT:
+            pass  # what was already on its way, then the close
+        assert msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+        assert sim.turns[0].finished.is_set()
