@@ -7,7 +7,10 @@ import typer
 from fishtalk.cli.completion import complete_scenarios
 from fishtalk.cli.exits import EXIT_OK
 
-app = typer.Typer(help="The offline stand-in for Fish: LiveKit server + simulated agent.")
+app = typer.Typer(
+    help="The offline stand-in for Fish: LiveKit server + simulated agent "
+    "(or, with --openlive, an OpenLive server)."
+)
 
 
 @app.command(
