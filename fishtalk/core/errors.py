@@ -41,6 +41,7 @@ errors stay ordinary exceptions.
     │       └── ApiConnectionError        5  refused, DNS, TLS or other network failure
     ├── UnsupportedTransportError         6  grant names a transport we cannot speak
     ├── SessionExpiredError               6  grant's join deadline already passed
+    ├── OpenLiveProtocolError             7  an OpenLive server broke its protocol
     └── SpeechUnavailableError            2  the ``speech`` extra or espeak-ng is missing
 
 The CLI catches :class:`FishtalkError` at its edge, prints ``str(exc)`` on one line and
@@ -216,6 +217,17 @@ class SessionExpiredError(FishtalkError):
     """The grant's join deadline (``expires_at``) has passed; create a new session."""
 
 
+class OpenLiveProtocolError(FishtalkError):
+    """An OpenLive peer sent a frame that is not its protocol: too large, not JSON, not
+    an object, or a known message with the wrong shape (unknown types and fields are not
+    errors). ``kind`` says which: ``too_large``, ``not_json``, ``not_object``, ``no_tag``
+    or ``bad_shape``."""
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class SpeechUnavailableError(FishtalkError):
     """Offline speech needs a part that is not installed; ``str(exc)`` says which, in a line.
 
@@ -353,6 +365,7 @@ __all__ = [
     "ForbiddenError",
     "JournalError",
     "NotFoundError",
+    "OpenLiveProtocolError",
     "OriginForbiddenError",
     "PaymentRequiredError",
     "RateLimitedError",

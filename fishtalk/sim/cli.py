@@ -7,9 +7,10 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from fishtalk.core.errors import SimServeError
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 7880
 """The port ``sim serve`` listens on unless told otherwise (LiveKit's usual dev port)."""
 MAX_PORT = 65535
+
+T = TypeVar("T")
 
 
 class _StdoutClosed(Exception):
@@ -55,10 +58,9 @@ def _banner(
     api_url: str,
     dev_key: str,
     scenario: str,
-    out: TextIO,
     origins: Sequence[str],
     overrides: Mapping[str, object] | None = None,
-) -> None:
+) -> str:
     lines = [
         f"fishtalk sim: serving on {api_url} (scenario: {scenario})",
         f"  API URL:  {api_url}",
@@ -78,7 +80,44 @@ def _banner(
         "Any agent id plays the scenario; reserved ids such as err-503 or transport-webrtc",
         "inject errors (listed in fishtalk/sim/fish/endpoint.py). Press Ctrl-C to stop.",
     ]
-    _write(out, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def _openlive_banner(url: str) -> str:
+    lines = [
+        f"fishtalk sim: OpenLive stand-in on {url}",
+        "  It sends status 'ready', then answers each typed turn (user_text) from its script;",
+        "  a word in the turn picks the reply: garbage, unknown, broken, fail, think, tool,",
+        "  todo, long (anything else is echoed). cancel stops a reply; control 'end' hangs up.",
+        "Press Ctrl-C to stop.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+async def _serve_until_stopped(
+    running: AbstractAsyncContextManager[T],
+    banner: Callable[[T], str],
+    host: str,
+    port: int,
+    out: TextIO,
+) -> None:
+    """Enter ``running``, print its banner, and wait for SIGINT/SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not on this platform
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        async with running as handle:
+            try:
+                _write(out, banner(handle))
+                await stop.wait()
+                _write(out, "fishtalk sim: stopping\n")
+            except _StdoutClosed:
+                return  # nobody is reading: stop serving, quietly
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise SimServeError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
 async def _serve(
@@ -91,32 +130,26 @@ async def _serve(
     agent_overrides: Mapping[str, object] | None = None,
 ) -> None:
     from fishtalk.sim.fish.endpoint import DEFAULT_ALLOWED_ORIGINS
-    from fishtalk.sim.runner import run_sim
+    from fishtalk.sim.runner import SimHandle, run_sim
 
     origins = (*DEFAULT_ALLOWED_ORIGINS, *allowed_origins)
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):  # not on this platform
-            loop.add_signal_handler(sig, stop.set)
-    try:
-        async with run_sim(
-            chosen,
-            host=host,
-            port=port,
-            allowed_origins=origins,
-            agent_overrides=agent_overrides,
-        ) as handle:
-            try:
-                _banner(handle.api_url, handle.dev_key, label, out, origins, agent_overrides)
-                await stop.wait()
-                _write(out, "fishtalk sim: stopping\n")
-            except _StdoutClosed:
-                return  # nobody is reading: stop serving, quietly
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise SimServeError(f"cannot listen on {host}:{port}: {reason}") from None
+    def banner(handle: SimHandle) -> str:
+        return _banner(handle.api_url, handle.dev_key, label, origins, agent_overrides)
+
+    running = run_sim(
+        chosen, host=host, port=port, allowed_origins=origins, agent_overrides=agent_overrides
+    )
+    await _serve_until_stopped(running, banner, host, port, out)
+
+
+async def _serve_openlive(host: str, port: int, out: TextIO) -> None:
+    from fishtalk.sim.openlive import OpenLiveSim, run_openlive_sim
+
+    def banner(sim: OpenLiveSim) -> str:
+        return _openlive_banner(sim.url)
+
+    await _serve_until_stopped(run_openlive_sim(host, port), banner, host, port, out)
 
 
 def serve(
@@ -127,6 +160,7 @@ def serve(
     out: TextIO | None = None,
     allowed_origins: Sequence[str] = (),
     agent_settings: Sequence[str] = (),
+    openlive: bool = False,
 ) -> None:
     """Run server, session endpoint and agents until SIGINT/SIGTERM, then return.
 
@@ -138,6 +172,8 @@ def serve(
     request may come from, such as a web app's dev server, to the built-in ones.
     ``agent_settings`` (``KEY=VALUE``, e.g. ``think_seconds=0.8``) replace ``[agent]``
     settings of every scenario played, the built-in ones included.
+    ``openlive`` serves the OpenLive stand-in (:mod:`fishtalk.sim.openlive`) instead, on
+    ``ws://host:port/live``; it plays its own script, so the other options do not apply.
     """
     from fishtalk.sim.fish.scenario import (
         check_agent_overrides,
@@ -147,13 +183,22 @@ def serve(
 
     if not 0 <= port <= MAX_PORT:
         raise SimServeError(f"port {port} is out of range (0-{MAX_PORT}; 0 picks a free one)")
+    stream = out if out is not None else sys.stdout
+    if openlive:
+        if scenario is not None or allowed_origins or agent_settings:
+            raise SimServeError(
+                "--openlive plays the OpenLive stand-in's own script: "
+                "--scenario, --allow-origin and --agent-setting do not apply"
+            )
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve_openlive(host, port, stream))
+        return
     # Load first so that a bad file fails before anything listens.
     chosen = load_scenario(scenario) if scenario is not None else None
     overrides = check_agent_overrides(dict(parse_agent_setting(a) for a in agent_settings))
     if chosen is not None:
         chosen = chosen.with_agent(overrides)
     label = str(scenario) if scenario is not None else "demo for agent id 'demo', else converse"
-    stream = out if out is not None else sys.stdout
     # A second Ctrl-C while stopping lands here as KeyboardInterrupt: still a clean exit.
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(host, port, chosen, label, stream, allowed_origins, overrides))

@@ -78,6 +78,7 @@ ERROR_PHRASES: dict[str, str] = {
     "SessionEndedError": "unexpected error",
     "ConnectionFailedError": "could not be established",
     "JournalError": "damaged journal",
+    "OpenLiveProtocolError": "broke its protocol",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import signal
@@ -11,9 +12,12 @@ import time
 from importlib import resources
 from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
+from support.openlive_client import next_frame, said, turn
 
+import fishtalk.core.openlive as ol
 from fishtalk.core.errors import SimServeError
 from fishtalk.sim.cli import serve
 from fishtalk.sim.fish.endpoint import DEFAULT_DEV_KEY
@@ -63,15 +67,55 @@ def test_serve_prints_url_and_key_and_stops_on_ctrl_c() -> None:
             timeout=10.0,
         )
         assert r.status_code == 409
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
-        assert proc.returncode == 0, err
-        assert "stopping" in out
-        assert "Traceback" not in err
+        _ctrl_c_stops_cleanly(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def _ctrl_c_stops_cleanly(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "stopping" in out
+    assert "Traceback" not in err
+
+
+async def _one_openlive_turn(url: str) -> str:
+    async with aiohttp.ClientSession() as http, http.ws_connect(url) as live:
+        assert await next_frame(live) == ol.SseMessage(event=ol.Status(text="ready"))
+        return said(await turn(live, "hi"))
+
+
+def test_serve_openlive_answers_on_its_socket_and_stops_on_ctrl_c() -> None:
+    proc = _start("--openlive", "--port", "0")
+    try:
+        lines = _read_banner(proc)
+        url = lines[0].split(" on ", 1)[1]
+        assert url.startswith("ws://127.0.0.1:")
+        assert url.endswith("/live")
+        assert asyncio.run(_one_openlive_turn(url)) == "You said: hi. What else?"
+        _ctrl_c_stops_cleanly(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+@pytest.mark.parametrize(
+    "extra", [["--scenario", "demo"], ["--agent-setting", "think_seconds=1"]], ids=str
+)
+def test_serve_openlive_refuses_the_fish_options_in_one_line(extra: list[str]) -> None:
+    proc = subprocess.run(
+        [*FISHTALK, "sim", "serve", "--openlive", "--port", "0", *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("fishtalk: --openlive plays the OpenLive stand-in's own script")
+    assert proc.stderr.count("\n") == 1
 
 
 def test_bad_scenario_is_one_line(tmp_path: Path) -> None:
@@ -89,14 +133,15 @@ def test_bad_scenario_is_one_line(tmp_path: Path) -> None:
     assert proc.stdout == ""
 
 
-def test_port_in_use_is_one_line() -> None:
+@pytest.mark.parametrize("openlive", [[], ["--openlive"]], ids=["fish", "openlive"])
+def test_port_in_use_is_one_line(openlive: list[str]) -> None:
     proc = _start("--port", "0")
     try:
         lines = _read_banner(proc)
         url_line = next(line for line in lines if line.strip().startswith("API URL:"))
         port = url_line.rsplit(":", 1)[1].strip()
         second = subprocess.run(
-            [*FISHTALK, "sim", "serve", "--port", port],
+            [*FISHTALK, "sim", "serve", *openlive, "--port", port],
             capture_output=True,
             text=True,
             timeout=60,

@@ -7,14 +7,19 @@ import typer
 from fishtalk.cli.completion import complete_scenarios
 from fishtalk.cli.exits import EXIT_OK
 
-app = typer.Typer(help="The offline stand-in for Fish: LiveKit server + simulated agent.")
+app = typer.Typer(
+    help="The offline stand-in for Fish: LiveKit server + simulated agent "
+    "(or, with --openlive, an OpenLive server)."
+)
 
 
 @app.command(
     "serve",
     help=(
         "Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it.\n\n"
-        "WebRTC needs a non-loopback network interface; any normal machine has one."
+        "WebRTC needs a non-loopback network interface; any normal machine has one.\n\n"
+        "With --openlive it serves the OpenLive stand-in instead: one WebSocket at "
+        "ws://HOST:PORT/live, answering typed turns from its own script."
     ),
     # The command list would stop at the first full stop.
     short_help="Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it.",
@@ -56,6 +61,14 @@ def sim_serve(
             "think_seconds=0.8 or first_audio_delay_seconds=0.2 (repeatable).",
         ),
     ] = None,
+    openlive: Annotated[
+        bool,
+        typer.Option(
+            "--openlive",
+            help="Serve the OpenLive stand-in (ws://HOST:PORT/live) instead of Fish's "
+            "LiveKit sim; --scenario, --allow-origin and --agent-setting do not apply.",
+        ),
+    ] = False,
 ) -> None:
     """Run the simulator in the foreground; prints the API URL and key. Ctrl-C stops it."""
     from fishtalk.sim.cli import serve
@@ -66,6 +79,7 @@ def sim_serve(
         scenario=scenario,
         allowed_origins=allow_origin or (),
         agent_settings=agent_setting or (),
+        openlive=openlive,
     )
     # Stopped (Ctrl-C, SIGTERM, or its reader went away): a clean end, exit 0. A bad
     # scenario, port or address raises, and the CLI edge picks that code.

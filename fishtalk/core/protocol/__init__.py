@@ -13,11 +13,18 @@ and kept in ``model_extra`` (for a debug view); unknown ``type`` values decode t
 from __future__ import annotations
 
 import json
-import math
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from fishtalk.core.jsonwire import (
+    JsonWireError,
+    WireModel,
+    dump_model,
+    load_object,
+    to_json_bytes,
+    validate_model,
+)
 
 PROTOCOL_VERSION: Final = "0.1.0"
 
@@ -54,22 +61,8 @@ class ProtocolError(ValueError):
     """A payload that is not a valid protocol message (bad JSON, not an object, bad fields)."""
 
 
-class _Message(BaseModel):
-    """Base for every wire message: strict types, camelCase aliases, extras kept."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        strict=True,
-        extra="allow",
-        frozen=True,
-        defer_build=True,
-    )
-
-    @property
-    def extra_fields(self) -> dict[str, Any]:
-        """Fields on the wire this version does not know (kept for a debug view)."""
-        return dict(self.model_extra or {})
+class _Message(WireModel):
+    """Base for every Fish wire message: strict types, camelCase aliases, extras kept."""
 
 
 # --- agent events (agent -> client, topic agent-event) --------------------------------
@@ -227,58 +220,11 @@ _CLIENT_EVENT_TYPES: Final[dict[str, type[_Message]]] = {
 # --- codec ----------------------------------------------------------------------------
 
 
-def _reject_constant(name: str) -> Any:
-    # Python's json accepts NaN/Infinity, which are not JSON; a peer's JSON.parse would choke.
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e400 overflows to inf
-        raise ValueError(f"number out of range: {text[:40]}")
-    return value
-
-
-def _check_unicode(obj: object) -> None:
-    """Reject strings holding lone surrogates (legal as JSON escapes, not as Unicode).
-
-    They would make every later re-encode or render fail; iterative so depth is no issue.
-    """
-    stack = [obj]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if not item.isascii():
-                item.encode("utf-8")  # raises UnicodeEncodeError (a ValueError)
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-
-
 def _load_object(payload: bytes | str) -> dict[str, Any]:
     try:
-        text = payload.decode("utf-8") if isinstance(payload, bytes | bytearray) else payload
-        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-        _check_unicode(obj)
-    except (ValueError, RecursionError, TypeError) as exc:
-        # ValueError covers JSONDecodeError, UnicodeDecodeError and huge-int limits.
-        raise ProtocolError(f"malformed JSON: {str(exc)[:200]}") from None
-    if not isinstance(obj, dict):
-        raise ProtocolError(f"expected a JSON object, got {type(obj).__name__}")
-    return obj
-
-
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "<message>"
-        if len(loc) > 80:  # deep nesting would otherwise give a kilobyte-long location
-            loc = loc[:77] + "..."
-        parts.append(f"{loc}: {err['msg']}")
-    text = "; ".join(parts)
-    return text if len(text) <= 300 else text[:297] + "..."
+        return load_object(payload)
+    except JsonWireError as exc:
+        raise ProtocolError(str(exc)) from None
 
 
 def _split(payload: bytes | str) -> tuple[str, dict[str, Any]]:
@@ -292,10 +238,9 @@ def _split(payload: bytes | str) -> tuple[str, dict[str, Any]]:
 
 def _validate(model: type[_Message], kind: str, obj: dict[str, Any]) -> _Message:
     try:
-        return model.model_validate(obj, by_alias=True, by_name=False)
-    except (ValidationError, RecursionError) as exc:
-        detail = _describe(exc) if isinstance(exc, ValidationError) else "too deeply nested"
-        raise ProtocolError(f"invalid {kind!r} event: {detail}") from None
+        return validate_model(model, obj)
+    except JsonWireError as exc:
+        raise ProtocolError(f"invalid {kind!r} event: {exc}") from None
 
 
 def decode_agent_event(payload: bytes | str) -> AgentEvent:
@@ -325,23 +270,16 @@ def decode_client_event(payload: bytes | str) -> ClientEvent | None:
 
 def _to_bytes(data: object) -> bytes:
     try:
-        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        return text.encode("utf-8")
-    except (ValueError, RecursionError) as exc:
-        # NaN/inf, lone surrogates, over-long ints or runaway nesting: not sendable as JSON.
-        raise ProtocolError(f"cannot encode as JSON: {str(exc)[:200]}") from None
+        return to_json_bytes(data)
+    except JsonWireError as exc:
+        raise ProtocolError(str(exc)) from None
 
 
 def _dump(event: BaseModel) -> bytes:
-    # Drop declared optionals left at None, but keep unknown fields exactly as received
-    # (exclude_none would also drop an extra field whose value is null).
-    unset = {name for name in type(event).model_fields if getattr(event, name) is None}
     try:
-        # mode="python": the JSON mode silently rewrites lone surrogates in dict keys.
-        data = event.model_dump(mode="python", by_alias=True, exclude=unset)
-    except (ValueError, RecursionError) as exc:
-        raise ProtocolError(f"cannot encode as JSON: {str(exc)[:200]}") from None
-    return _to_bytes(data)
+        return dump_model(event)
+    except JsonWireError as exc:
+        raise ProtocolError(str(exc)) from None
 
 
 _USER_MESSAGE_HEAD: Final = '{"type":"user.message","text":'
