@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Final, TextIO
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.conversation.reply_audio import DEFAULT_BUDGETS, problems, worst
+from fishtalk.core.conversation.reply_audio import DEFAULT_BUDGETS, problems, worst_note
 from fishtalk.core.text import strip
 from fishtalk.engine.metrics import settled
 
@@ -344,9 +344,9 @@ def closing_notes(state: conv.State, *, latency: bool = False) -> list[str]:
     summary = conv.summarize(state.latency.turns)
     if latency or summary.measured:
         notes.append(f"* {conv.summary_text(summary)}")
-    problem = worst(state.reply_audio)
+    problem = worst_note(state.reply_audio)
     if problem is not None:
-        notes.append(f"* audio: {stripped(problem.text)}")
+        notes.append(f"* audio: {stripped(problem)}")
     return notes
 
 

@@ -266,6 +266,23 @@ class Recognizer:
         share = len(covered) / len(words) if words else 0.0
         return Coverage(tuple(words), tuple(covered), share, seconds)
 
+    def spoken_prefix(self, audio: Pcm, rate: int, text: str) -> int:
+        """How many of ``text``'s first words ``audio`` says: the most words of its start
+        that align to the audio whole (0: none).
+
+        For a cut reply, whose audio says the start of its transcript and stops: an
+        alignment of more words than the audio says finds none (measured on espeak-ng: a
+        21-word text over the audio of its first 3, 6 or 10 words aligns no word), and one
+        of fewer leaves speech over and does not align whole either, so the longest whole
+        alignment counts the words spoken. Tried from the whole text down.
+        """
+        words = normalize(text).split()
+        for n in range(len(words), 0, -1):
+            known = [w for w in words[:n] if self.known(w)]
+            if known and list(self.cover(audio, rate, " ".join(words[:n])).covered) == known:
+                return n
+        return 0
+
     def understand(self, audio: Pcm, rate: int, phrases: list[str]) -> Recognition:
         """A whole phrase of ``phrases`` if the audio says one, else free decoding."""
         heard = self.grammar(audio, rate, phrases)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from fishtalk.cli.exits import exit_code_of
+from fishtalk.core.conversation.reply_audio import ReplyAudioReport
 from fishtalk.core.errors import TestFileError
 from fishtalk.engine.journal.reader import read_journal, summarize_journal
 from fishtalk.sim.fish.scenario import load_scenario
@@ -22,6 +23,7 @@ from fishtalk.sim.process import SimProcess
 from fishtalk.sim.runner import SimInfo
 from fishtalk.speech import stt
 from fishtalk.speech.tts import Espeak
+from fishtalk.workbench.agenttest.audiochecks import CUT_SLACK, check_cut
 from fishtalk.workbench.agenttest.expect import Expect
 from fishtalk.workbench.agenttest.listening import hear, spoken_failures
 from fishtalk.workbench.agenttest.results import TestResult
@@ -41,6 +43,7 @@ pytestmark = [
 
 SPOKEN = FILES / "spoken"
 FAIL = sorted((SPOKEN / "fail").glob("*.toml"))
+CUT = SPOKEN / "pass" / "transcript_cut.toml"
 BALANCE = "Your balance is ten dollars."
 
 
@@ -88,6 +91,40 @@ def test_audio_that_says_something_else_is_not(recognizer: stt.Recognizer) -> No
     assert "(free decoding, confidence" in failed[0][1]
 
 
+STORY = "Once upon a time there was a small fish who lived in a very large lake"
+
+
+@pytest.mark.parametrize("spoken", [3, 8])
+def test_a_cut_reply_s_audio_says_the_first_words_of_its_transcript(
+    recognizer: stt.Recognizer, spoken: int
+) -> None:
+    """The audio of a line cut after its first words, under the whole line's transcript:
+    the words it said are counted, the rest are named, with the reply's number."""
+    audio = said(" ".join(STORY.split()[:spoken]))
+    for transcript, unspoken in [(STORY, STORY.split()[spoken:]), (said_words(spoken), [])]:
+        heard = hear(recognizer, audio, 48_000, transcript, "turn 1", ["seg-1"], True)  # type: ignore[arg-type]
+        assert heard.spoken_words == spoken
+        assert heard.unspoken == tuple(w.lower() for w in unspoken)
+    report = ReplyAudioReport(reply=2, turn=1, segment_ids=("seg-1",))
+    heard = hear(recognizer, audio, 48_000, STORY, "turn 1", ["seg-1"], True)  # type: ignore[arg-type]
+    [failure] = check_cut("turn 1", heard, [report])
+    assert failure.expected == "transcript_cut true"
+    left = len(STORY.split()) - spoken
+    assert failure.seen.startswith(
+        f"reply 2: {left} unspoken words in its transcript after the {spoken} its audio said ("
+    )
+    assert failure.seen.endswith(f" (transcript_cut true: {CUT_SLACK} words of slack)")
+    # The word the cut fell in, and the one queued after it: within the slack.
+    near = hear(recognizer, audio, 48_000, said_words(spoken + 2), "turn 1", ["seg-1"], True)  # type: ignore[arg-type]
+    assert check_cut("turn 1", near, [report]) == []
+    far = hear(recognizer, audio, 48_000, said_words(spoken + 3), "turn 1", ["seg-1"], True)  # type: ignore[arg-type]
+    assert len(check_cut("turn 1", far, [report])) == 1
+
+
+def said_words(n: int) -> str:
+    return " ".join(STORY.split()[:n])
+
+
 def test_heard_nothing_is_a_result_never_a_pass(recognizer: stt.Recognizer) -> None:
     import numpy as np
 
@@ -113,6 +150,14 @@ def test_spoken_expectations_need_audio_replies() -> None:
             "text_only = false\n[[turns]]\nwait = 1\nexpect.no_silent_replies = true\n",
             source="t.toml",
         )
+    say = '[[turns]]\nsay = "hi"\n'
+    for text, refused in [
+        (f"text_only = false\n{say}expect.transcript_cut = true\n", "with a turn's interrupt"),
+        (f"text_only = false\n{say}[expect]\ntranscript_cut = true\n", r"not \[expect\]"),
+        (f"{say}interrupt_after = 0.5\nexpect.transcript_cut = true\n", "need text_only = false"),
+    ]:
+        with pytest.raises(TestFileError, match=refused):
+            parse_test(text, source="t.toml")
     with pytest.raises(TestFileError, match="must be at most 1"):
         parse_test(
             "text_only = false\n[[turns]]\nlisten = true\nexpect.audio_matches_text = 2\n",
@@ -125,15 +170,16 @@ def test_spoken_expectations_need_audio_replies() -> None:
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimInfo]:
-    names = ("listener", "drift", "mute")
+    names = ("listener", "drift", "mute", "teller")
     scenarios = {name: load_scenario(SCENARIOS / f"{name}.toml") for name in names}
+    scenarios["uncut-teller"] = scenarios["teller"].with_agent({"transcript_uncut": True})
     with SimProcess(scenarios["listener"], scenarios=scenarios) as info:
         yield info
 
 
 @pytest.fixture(scope="module")
 def results(sim: SimInfo) -> Mapping[str, TestResult]:
-    tests = [load_test(p) for p in FAIL]
+    tests = [load_test(p) for p in [*FAIL, CUT]]
     target = Target(None, api_url=sim.api_url, api_key=sim.dev_key)
     done = asyncio.run(run_tests(tests, target, RunOptions(concurrency=2)))
     return {r.path: r for r in done}
@@ -179,3 +225,19 @@ def test_spoken_must_fail_files_fail_for_their_reason(
         assert any(want in t for t in texts), (want, texts)
     # The transcript itself passed: only what was heard failed.
     assert not any("reply contains" in t for t in texts), texts
+
+
+@pytest.mark.webrtc
+@pytest.mark.timeout(240)
+def test_a_cut_reply_whose_transcript_ends_where_its_voice_did_passes(
+    results: Mapping[str, TestResult],
+) -> None:
+    result = results[str(CUT)]
+    report = result.to_dict(exit_code_of)
+    assert result.status == "passed", json.dumps(report, indent=1)
+    (heard,) = result.replies
+    # Cut: a few words were said, and the line's end never was.
+    assert "goodbye" not in heard.transcript.lower(), json.dumps(report, indent=1)
+    assert heard.spoken_words is not None
+    assert 0 < heard.spoken_words <= len(heard.transcript.split())
+    assert len(heard.unspoken) <= CUT_SLACK

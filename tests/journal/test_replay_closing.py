@@ -60,7 +60,8 @@ def test_replay_prints_the_closing_notes_line_mode_printed(tmp_path: Path) -> No
     live = _write(path)
     notes = closing_notes(live)
     assert notes == [
-        "* audio: reply 1: leading silence of 5.29 s after its first text (max_leading_silence 1.5)"
+        "* audio: worst: reply 1: leading silence of 5.29 s after its first text "
+        "(max_leading_silence 1.5)"
     ]
     journal = read_journal(path)
     *_, (_, replayed, _) = states(journal)

@@ -8,7 +8,7 @@ from typing import Final
 
 import pytest
 
-from fishtalk.sim.fish.scenario import parse_scenario
+from fishtalk.sim.fish.scenario import Scenario, parse_scenario
 from fishtalk.sim.process import SimProcess
 from fishtalk.sim.runner import SimInfo
 
@@ -26,8 +26,19 @@ DEFECTS: Final = {
 """Agent id -> the ``[agent]`` setting that injects its defect."""
 
 
-def _scenario(name: str, setting: str) -> str:
-    return f"""
+def scenario(name: str, setting: str, *, steps: bool = True) -> Scenario:
+    """The agent that injects ``setting`` (``[agent]`` lines): with ``steps`` it says
+    :data:`LINE` to the user's first turn, else it answers every turn as the sim converses
+    (``You said: ...``, its ``thinking`` first)."""
+    told = f"""
+[[steps]]
+do = "wait_for"
+event = "user.message"
+[[steps]]
+do = "say"
+text = "{LINE}"
+"""
+    text = f"""
 name = "{name}"
 then = "converse"
 [agent]
@@ -36,17 +47,12 @@ voice = "tones"
 idle_seconds = 0
 think_seconds = 0.1
 {setting}
-[[steps]]
-do = "wait_for"
-event = "user.message"
-[[steps]]
-do = "say"
-text = "{LINE}"
-"""
+{told if steps else ""}"""
+    return parse_scenario(text, name=name)
 
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimInfo]:
-    scenarios = {name: parse_scenario(_scenario(name, s)) for name, s in DEFECTS.items()}
+    scenarios = {name: scenario(name, s) for name, s in DEFECTS.items()}
     with SimProcess(scenarios["clean"], scenarios=scenarios) as info:
         yield info

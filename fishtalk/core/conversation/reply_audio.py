@@ -10,7 +10,7 @@ count from the reply's first audible sample.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
@@ -182,10 +182,37 @@ def problems(report: ReplyAudioReport, budgets: AudioBudgets) -> list[Problem]:
     return out
 
 
-def worst(reports: tuple[ReplyAudioReport, ...] | list[ReplyAudioReport]) -> Problem | None:
+def _found(reports: Sequence[ReplyAudioReport]) -> list[Problem]:
+    return [p for r in reports for p in problems(r, DEFAULT_BUDGETS)]
+
+
+def worst(reports: Sequence[ReplyAudioReport]) -> Problem | None:
     """The worst problem of ``reports`` by :data:`DEFAULT_BUDGETS`, if any."""
-    found = [p for r in reports for p in problems(r, DEFAULT_BUDGETS)]
-    return max(found, key=lambda p: p.excess, default=None)
+    return max(_found(reports), key=lambda p: p.excess, default=None)
+
+
+def worst_note(reports: Sequence[ReplyAudioReport]) -> str | None:
+    """The call's worst audio problem in words, the one wording of the ended screen, the
+    exit line and line mode's closing note: ``worst: reply 2: gap of 0.84 s at 1.92 s into
+    the reply (max_gap 1)``, or ``worst of 3 problems: ...`` when there are more; None when
+    no reply broke :data:`DEFAULT_BUDGETS` (or none was measured)."""
+    found = _found(reports)
+    top = max(found, key=lambda p: p.excess, default=None)
+    if top is None:
+        return None
+    head = "worst" if len(found) == 1 else f"worst of {len(found)} problems"
+    return f"{head}: {top.text}"
+
+
+def audio_note(reports: Sequence[ReplyAudioReport]) -> str | None:
+    """How the call's replies sounded, for the ended screen: :func:`worst_note`, or ``no
+    problem in 3 replies`` when there is none; None when no reply was measured."""
+    if not reports:
+        return None
+    note = worst_note(reports)
+    if note is not None:
+        return note
+    return "no problem in 1 reply" if len(reports) == 1 else f"no problem in {len(reports)} replies"
 
 
 __all__ = [
@@ -196,6 +223,8 @@ __all__ = [
     "Mismatch",
     "Problem",
     "ReplyAudioReport",
+    "audio_note",
     "problems",
     "worst",
+    "worst_note",
 ]

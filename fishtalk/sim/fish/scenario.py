@@ -45,6 +45,9 @@ A scenario is a TOML file (stdlib ``tomllib``; no code runs from it). Top level:
     ignore_interrupt_seconds = 0.0    # the voice goes on this long after an interrupt
     talk_over_seconds = 0.0           # the agent talks over the user this long after
                                       # they start speaking (0: never)
+    transcript_uncut = false          # true: each spoken line's whole text is written as
+                                      # its audio starts, so a cut line's segment keeps
+                                      # words its voice never said
 
     [[steps]]                         # run in order; each has a `do` key
     do = "say"
@@ -149,6 +152,10 @@ class AgentSettings(_Model):
     """After an interrupt, the voice goes on this long before it stops."""
     talk_over_seconds: float = Field(default=0.0, ge=0, le=30)
     """This long after the user starts speaking, the agent talks over them (0: never)."""
+    transcript_uncut: bool = False
+    """Each spoken line's whole text is written as its audio starts (text ahead of the
+    voice): an interrupted line's segment keeps words its voice never said, breaking the
+    protocol's promise that it holds only what was spoken."""
 
 
 class Say(_Model):

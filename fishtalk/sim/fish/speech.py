@@ -174,7 +174,13 @@ class Speech:
         upcoming = asyncio.ensure_future(self.voice.render(sounds[0]))
         try:
             written = 0
-            if settings.first_audio_delay_seconds > 0:
+            if settings.transcript_uncut:
+                # Text ahead of the voice: the whole line is written as its audio starts,
+                # so a cut line's segment keeps words the voice never said.
+                for word in filter(None, words):
+                    await _write(writer, word, delivered)
+                written = count
+            elif settings.first_audio_delay_seconds > 0:
                 # The text runs ahead of the voice: first chunk now, its audio later.
                 await _write(writer, words[0], delivered)
                 written = 1

@@ -24,6 +24,7 @@ from fishtalk.core.conversation.latency import (
     summary_parts,
     summary_text,
 )
+from fishtalk.core.conversation.reply_audio import audio_note, worst_note
 from fishtalk.tui.safe import visible
 from fishtalk.tui.widgets.status import format_duration
 
@@ -47,6 +48,11 @@ class CallSummary:
     """Whether the session ever connected (else there is nothing to count)."""
     latency: LatencySummary | None = None
     """Heard latency over the call's turns (None: no user turn to measure from)."""
+    audio: str | None = None
+    """How the replies sounded (:func:`~fishtalk.core.conversation.reply_audio.audio_note`:
+    the worst problem, or that there was none; None: no reply was measured)."""
+    audio_worst: str | None = None
+    """The worst audio problem, if any (the exit line names it)."""
 
     @classmethod
     def from_state(cls, state: State, *, reason: str | None, ended_well: bool) -> CallSummary:
@@ -76,6 +82,8 @@ class CallSummary:
             ended_well=ended_well,
             connected=state.clock.connected_at is not None,
             latency=summarize(turns) if any(t.kind != "unprompted" for t in turns) else None,
+            audio=audio_note(state.reply_audio),
+            audio_worst=worst_note(state.reply_audio),
         )
 
     def stats(self) -> str:
@@ -100,7 +108,8 @@ class CallSummary:
     def line(self) -> str:
         """The summary as one plain line for the normal screen after the app exits, e.g.
         ``call ended — you hung up · 0:47 · 3 turns · 2 tools``, then the heard latency
-        when a turn was measured (``· latency: p50 0.82 s, p95 1.20 s, worst ...``).
+        when a turn was measured (``· latency: p50 0.82 s, p95 1.20 s, worst ...``) and the
+        worst audio problem, if any (``· audio: worst: reply 2: gap of 0.84 s ...``).
 
         A session that never connected had no call to speak of: just its sentence.
         """
@@ -114,6 +123,8 @@ class CallSummary:
         # The one line carries figures only: "no measured turns" stays on the ended screen.
         heard = self.latency_line() if self.latency and self.latency.measured else None
         tail = f" · {heard}" if heard else ""
+        if self.audio_worst is not None:
+            tail += f" · audio: {visible(self.audio_worst)}"
         return f"{head} · {self.stats()}{tail}"
 
 
@@ -160,6 +171,8 @@ class EndedScreen(ModalScreen[None]):
         if s.latency is not None:
             for label, value in summary_parts(s.latency):
                 table.add_row(label, Text(visible(value)))
+        if s.audio is not None:
+            table.add_row("audio", Text(visible(s.audio)))
         with Vertical(id="ended-box"):
             yield Static(Text("■ Session ended", style="bold"), id="ended-title")
             yield Static(Text(visible(s.reason_text)), id="ended-reason")

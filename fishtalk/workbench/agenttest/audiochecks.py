@@ -11,12 +11,22 @@ turn's window; the session's ``[expect]`` covers every reply.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
 
 from fishtalk.core import conversation as conv
 from fishtalk.core.conversation.reply_audio import AudioBudgets, problems
 from fishtalk.workbench.agenttest.expect import Expect
 from fishtalk.workbench.agenttest.results import Failure
 
+if TYPE_CHECKING:
+    from fishtalk.workbench.agenttest.listening import HeardReply
+
+CUT_SLACK: Final = 2
+"""Words a cut reply's transcript may hold past what its audio said: a word is written as
+its first sound is queued, and a voice is fed a little ahead of real time (the sim's by
+up to 80 ms), so the word the cut fell in and the one queued after it may be in the
+transcript with too little sound to align (seen: "you said tell me" cut with "tell me"
+not aligned; a transcript written whole ahead of the voice keeps many more)."""
 KEEPS_TALKING: float = 1.0
 """With a turn's ``interrupt`` and no ``stops_within``: the agent's audio must stop within
 this many seconds of it (a voice that goes on fails, naming how long)."""
@@ -76,4 +86,30 @@ def check_audio(
     return failures
 
 
-__all__ = ["KEEPS_TALKING", "began_in", "budgets", "check_audio"]
+def check_cut(
+    where: str, heard: HeardReply | None, reports: Sequence[conv.ReplyAudioReport]
+) -> list[Failure]:
+    """``expect.transcript_cut`` of an interrupting turn: its reply's transcript holds at
+    most :data:`CUT_SLACK` words past what its audio said (``heard``: the reply heard with
+    ``cut``, None: no reply). Named as the audio checks are: ``reply 2: 9 unspoken words
+    in its transcript after the 3 its audio said ('a small fish ...') (transcript_cut
+    true: 2 words of slack)``."""
+    expected = "transcript_cut true"
+    if heard is None or not heard.transcript.strip():
+        return [Failure(where, expected, "no agent reply to check")]
+    unspoken = heard.unspoken
+    if len(unspoken) <= CUT_SLACK:
+        return []
+    ids = set(heard.segment_ids)
+    numbers = [r.reply for r in reports if ids & set(r.segment_ids)]
+    label = f"reply {numbers[0]}" if numbers else where
+    shown = " ".join(unspoken[:8]) + (" ..." if len(unspoken) > 8 else "")
+    said = heard.spoken_words or 0
+    seen = (
+        f"{label}: {len(unspoken)} unspoken words in its transcript after the {said} its "
+        f"audio said ({shown!r}) (transcript_cut true: {CUT_SLACK} words of slack)"
+    )
+    return [Failure(where, expected, seen)]
+
+
+__all__ = ["CUT_SLACK", "KEEPS_TALKING", "began_in", "budgets", "check_audio", "check_cut"]

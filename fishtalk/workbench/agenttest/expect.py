@@ -91,7 +91,10 @@ class Expect(_Model):
     ``max_talk_over`` (seconds), ``no_silent_replies`` (a reply with text has audible
     audio: the signal, not speech recognition), ``no_mismatch`` (no audio without a
     transcript, no transcript without audio); with a turn's ``interrupt``:
-    ``stops_within`` (seconds from the interrupt to the agent's last audible frame).
+    ``stops_within`` (seconds from the interrupt to the agent's last audible frame) and
+    ``transcript_cut`` (the cut reply's transcript holds only what its audio said, by
+    alignment, with :data:`~fishtalk.workbench.agenttest.audiochecks.CUT_SLACK` words of
+    slack for the word the cut fell in and the next; needs the ``speech`` extra).
     """
 
     contains: list[str] | None = None
@@ -119,6 +122,7 @@ class Expect(_Model):
     no_silent_replies: bool = False
     no_mismatch: bool = False
     stops_within: float | None = Field(default=None, gt=0)
+    transcript_cut: bool = False
     judge: Judge | None = None
     spoken_contains: list[str] | None = None
     audio_matches_text: float | None = Field(default=None, gt=0, le=1)
@@ -173,7 +177,10 @@ class Expect(_Model):
         """Whether any expectation is about what the agent's audio says (heard offline,
         :mod:`fishtalk.workbench.agenttest.listening`)."""
         return bool(
-            self.spoken_contains or self.audio_matches_text is not None or self.no_silent_replies
+            self.spoken_contains
+            or self.audio_matches_text is not None
+            or self.no_silent_replies
+            or self.transcript_cut
         )
 
     @property

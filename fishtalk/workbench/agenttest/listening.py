@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -64,6 +64,18 @@ class HeardReply:
     covered: tuple[str, ...] = ()
     """The transcript's words the audio was aligned to, in order."""
     segment_ids: tuple[str, ...] = ()
+    spoken_words: int | None = None
+    """For a cut reply (``expect.transcript_cut``): how many of its transcript's first
+    words the audio says (:meth:`~fishtalk.speech.stt.Recognizer.spoken_prefix`); None
+    when not asked."""
+
+    @property
+    def unspoken(self) -> tuple[str, ...]:
+        """The transcript's words after those its audio says (a cut reply's transcript
+        should end where its audio did); empty when not measured."""
+        if self.spoken_words is None:
+            return ()
+        return tuple(normalize(self.transcript).split()[self.spoken_words :])
 
     @property
     def heard_nothing(self) -> bool:
@@ -104,6 +116,7 @@ class HeardReply:
             "confidence": round(self.confidence, 3),
             "speech_seconds": round(self.speech_seconds, 2),
             "audio_seconds": round(self.audio_seconds, 2),
+            **({} if self.spoken_words is None else {"spoken_words": self.spoken_words}),
         }
 
 
@@ -114,8 +127,25 @@ def hear(
     transcript: str,
     where: str = "",
     segment_ids: Sequence[str] = (),
+    cut: bool = False,
 ) -> HeardReply:
-    """What ``audio`` (a reply's received audio at ``rate``) says of ``transcript``."""
+    """What ``audio`` (a reply's received audio at ``rate``) says of ``transcript``; with
+    ``cut`` (an interrupted reply) also how many of its first words it says."""
+    heard = _heard(recognizer, audio, rate, transcript, where, segment_ids)
+    if not cut:
+        return heard
+    spoken = recognizer.spoken_prefix(audio, rate, transcript) if heard.speech_seconds else 0
+    return replace(heard, spoken_words=spoken)
+
+
+def _heard(
+    recognizer: Recognizer,
+    audio: Pcm,
+    rate: int,
+    transcript: str,
+    where: str,
+    segment_ids: Sequence[str],
+) -> HeardReply:
     from fishtalk.speech.stt import speech_seconds
 
     seconds = audio.size / rate if rate else 0.0
@@ -159,6 +189,8 @@ class ReplyToHear:
     lines: Mapping[str, str]
     start: float
     end: float | None
+    cut: bool = False
+    """The turn interrupts the reply and checks ``transcript_cut``."""
 
 
 def reply_samples(clips: Sequence[ReplyClip], reply: ReplyToHear) -> tuple[Pcm, int]:
@@ -196,7 +228,7 @@ def _hear_all(
         audio, rate = reply_samples(clips, reply)
         transcript = " ".join(t.strip() for t in reply.lines.values() if t.strip())
         heard[reply.index] = process.run(
-            hear, audio, rate, transcript, reply.where, list(reply.lines)
+            hear, audio, rate, transcript, reply.where, list(reply.lines), reply.cut
         )
     return heard
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 from fishtalk.core import conversation as conv
 from fishtalk.core.errors import ConfigError, FishtalkError, RunLimitError, TestFileError
 from fishtalk.engine.replyaudio.reporter import measure_all
-from fishtalk.workbench.agenttest.audiochecks import began_in, check_audio
+from fishtalk.workbench.agenttest.audiochecks import began_in, check_audio, check_cut
 from fishtalk.workbench.agenttest.checks import check
 from fishtalk.workbench.agenttest.external import conversation, judged
 from fishtalk.workbench.agenttest.recording import (
@@ -291,6 +291,8 @@ async def run_test(
                 interrupted=turn.interrupt is not None,
             )
         )
+        if turn.expect.transcript_cut:
+            failures.extend(check_cut(where, heard_replies.get(index), reports))
         events = recorder.window(window)
         since = window.sent_at or window.start_time
         replying = turn.action in ("say", "speak", "listen")
@@ -373,7 +375,12 @@ async def _hear(
     ends = [w.start_time for _, _, w in windows[1:]] + [None]
     replies = [
         ReplyToHear(
-            index, where, agent_lines_by_id(recorder.window(window)), window.start_time, end
+            index,
+            where,
+            agent_lines_by_id(recorder.window(window)),
+            window.start_time,
+            end,
+            cut=turn.expect.transcript_cut,
         )
         for index, ((turn, where, window), end) in enumerate(zip(windows, ends, strict=True))
         if turn.action in ("say", "speak", "listen")

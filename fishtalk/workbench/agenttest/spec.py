@@ -150,6 +150,8 @@ class Turn(_Model):
             raise ValueError("a turn has interrupt or interrupt_after, not both")
         if self.expect.stops_within is not None and self.interrupt is None:
             raise ValueError("expect.stops_within goes with a turn's interrupt")
+        if self.expect.transcript_cut and self.interrupt is None and self.interrupt_after is None:
+            raise ValueError("expect.transcript_cut goes with a turn's interrupt")
         if self.expect.max_heard is not None and actions[0] not in ("say", "speak"):
             raise ValueError(
                 "expect.max_heard goes with a say or speak turn (only a user turn has a "
@@ -250,6 +252,8 @@ class TestFile(_Model):
             )
         if self.caller is not None and not self.caller[0]:
             raise ValueError("caller: the command's program (its first item) is empty")
+        if self.expect.transcript_cut:
+            raise ValueError("expect.transcript_cut goes with a turn's interrupt, not [expect]")
         return self
 
     @field_validator("expect")

@@ -16,7 +16,13 @@ import json
 from typing import Any, Final, Literal, TypeAlias
 
 from fishtalk.core.conversation.latency import measure_words, percentile
-from fishtalk.core.conversation.reply_audio import DEFAULT_BUDGETS, ReplyAudioReport, problems
+from fishtalk.core.conversation.reply_audio import (
+    DEFAULT_BUDGETS,
+    ReplyAudioReport,
+    audio_note,
+    problems,
+    worst_note,
+)
 from fishtalk.core.text import json_escape, strip
 from fishtalk.engine.journal.reader import JournalSummary, ToolCall, Turn
 
@@ -129,14 +135,18 @@ def _heading(summary: JournalSummary) -> list[str]:
     ]
 
 
+def _reports(summary: JournalSummary) -> list[ReplyAudioReport]:
+    """The journal's reply-audio reports this version can read (another version's are in
+    the JSON export only, as recorded)."""
+    reports = (ReplyAudioReport.from_record(data) for data in summary.reply_audio)
+    return [report for report in reports if report is not None]
+
+
 def audio_notes(summary: JournalSummary) -> list[str]:
     """How each reply sounded: one line per reply (its figures, then what is wrong with it
     by :data:`~fishtalk.core.conversation.reply_audio.DEFAULT_BUDGETS`)."""
     notes = []
-    for data in summary.reply_audio:
-        report = ReplyAudioReport.from_record(data)
-        if report is None:
-            continue  # a report of another version: shown in the JSON export only
+    for report in _reports(summary):
         figures = [f"longest gap {report.longest_gap:.2f} s", f"clipping {report.clipping:.1%}"]
         if report.leading_from_text is not None:
             figures.insert(0, f"leading silence {report.leading_from_text:.2f} s")
@@ -144,11 +154,23 @@ def audio_notes(summary: JournalSummary) -> list[str]:
             figures.append(f"{report.loudness:.1f} LUFS")
         if report.talk_over:
             figures.append(f"talk-over {report.talk_over:.2f} s")
+        if report.after_interrupt is not None:
+            figures.append(f"{report.after_interrupt:.2f} s after the interrupt")
         wrong = [p.text.split(": ", 1)[1] for p in problems(report, DEFAULT_BUDGETS)]
         notes.append(
             f"reply {report.reply}: {', '.join(figures)}" + "".join(f"; {w}" for w in wrong)
         )
     return notes
+
+
+def audio_problems(summary: JournalSummary) -> list[dict[str, Any]]:
+    """Each reply's problems by :data:`~fishtalk.core.conversation.reply_audio.DEFAULT_BUDGETS`
+    as JSON data, in reply order: ``{"reply", "check", "text"}``."""
+    return [
+        {"reply": p.reply, "check": p.check, "text": p.text}
+        for report in _reports(summary)
+        for p in problems(report, DEFAULT_BUDGETS)
+    ]
 
 
 def to_txt(summary: JournalSummary) -> str:
@@ -164,7 +186,9 @@ def to_txt(summary: JournalSummary) -> str:
             lines.append(f"[{clock(at)}] ! {_line(str(item.get('message') or item.get('code')))}")
         del kind
     if summary.reply_audio:
-        lines += ["", "audio:", *(f"  {note}" for note in audio_notes(summary))]
+        head = audio_note(_reports(summary))
+        lines += ["", f"audio: {head}" if head else "audio:"]
+        lines += [f"  {note}" for note in audio_notes(summary)]
     return "\n".join(lines) + "\n"
 
 
@@ -185,7 +209,11 @@ def to_md(summary: JournalSummary) -> str:
             lines.append(f"> `{clock(at)}` error: {_line(str(item.get('message') or ''))}")
         lines.append("")
     if summary.reply_audio:
-        lines += ["## How the replies sounded", "", *(f"- {n}" for n in audio_notes(summary))]
+        lines += ["## How the replies sounded", ""]
+        head = audio_note(_reports(summary))
+        if head:
+            lines += [f"{head[:1].upper()}{head[1:]}.", ""]
+        lines += [f"- {n}" for n in audio_notes(summary)]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -254,6 +282,8 @@ def to_data(summary: JournalSummary) -> dict[str, Any]:
         "errors": summary.errors,
         "latency": latency_data(summary),
         "reply_audio": summary.reply_audio,
+        "audio_problems": audio_problems(summary),
+        "audio_worst": worst_note(_reports(summary)),
         "damage": journal.damage,
     }
 
