@@ -69,7 +69,7 @@ def test_metrics_file_has_every_turn_and_mode_0600(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     metrics = MetricsFile.open(path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    metrics.write(state)
+    metrics.write(state, journal_origin=0.5)  # the script's clock: a journal begun at 0.5 s
     metrics.write(state)  # once only
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["schema_version"] == conv.SCHEMA_VERSION
@@ -79,7 +79,7 @@ def test_metrics_file_has_every_turn_and_mode_0600(tmp_path: Path) -> None:
         (2, None, "interrupted"),
     ]
     assert data["interrupts"] == [
-        {"pressed_at": 4.5, "local_flush_ms": 60.0, "wire_stop_ms": 200.0}
+        {"pressed_at": 4.0, "local_flush_ms": 60.0, "wire_stop_ms": 200.0}
     ]
     assert data["summary"]["p50_ms"] == 630.0
     assert data["summary"]["worst_turn"] == 1
