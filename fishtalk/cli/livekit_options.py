@@ -81,12 +81,20 @@ class LiveKitFlags:
     protocol: str | None = None
 
     def overrides(self) -> dict[str, Any]:
-        """Dotted ``[livekit]`` settings overrides (unset flags leave the config alone)."""
+        """Dotted ``[livekit]`` settings overrides (unset flags leave the config alone).
+
+        A way to join given here wins over the other one set in the environment or the
+        config file: ``--token`` with ``$LIVEKIT_API_KEY`` / ``$LIVEKIT_API_SECRET`` set
+        joins with the token, and ``--api-key`` or ``--api-secret`` mints even when the
+        config holds a token (an empty value is no value). Both ways given as flags is
+        still an error."""
+        minting = self.api_key is not None or self.api_secret is not None
+        dropped = "" if self.token is not None and not minting else None
         return {
             "livekit.url": self.url,
-            "livekit.token": self.token,
-            "livekit.api_key": self.api_key,
-            "livekit.api_secret": self.api_secret,
+            "livekit.token": "" if minting and self.token is None else self.token,
+            "livekit.api_key": dropped if self.api_key is None else self.api_key,
+            "livekit.api_secret": dropped if self.api_secret is None else self.api_secret,
             "livekit.room": self.room,
             "livekit.protocol": self.protocol,
         }

@@ -39,8 +39,9 @@ commands = typer.Typer()
     ),
     epilog=(
         "Exit codes: 0 all passed; 1 any failed; 2 a bad test file or flags; 3-6 the session "
-        "API refused or failed (as for chat); 7 no usable network for --sim; 130 interrupted "
-        "(the reports still hold what finished)."
+        "API refused or failed (as for chat; 6 also an expired grant or LiveKit token); 7 a "
+        "session could not connect (a LiveKit server unreachable or refusing the token, or no "
+        "usable network for --sim); 130 interrupted (the reports still hold what finished)."
     ),
 )
 def run_agent_tests(
