@@ -1,7 +1,8 @@
-"""The flags that join any LiveKit room directly (no Fish session API), shared by
-``fishtalk chat`` and ``fishtalk test`` (and ``fishtalk load``): ``--livekit-url`` with
-``--token``, or with ``--api-key`` / ``--api-secret`` (default ``$LIVEKIT_API_KEY`` /
-``$LIVEKIT_API_SECRET``) and ``--room``; ``--protocol fish|livekit-agents``.
+"""The flags that join any LiveKit room directly (no Fish session API), declared once for
+``fishtalk chat``, ``fishtalk test`` and ``fishtalk load`` (:func:`with_livekit_flags`):
+``--livekit-url`` with ``--token``, or with ``--api-key`` / ``--api-secret`` (default
+``$LIVEKIT_API_KEY`` / ``$LIVEKIT_API_SECRET``) and ``--room``; ``--protocol
+fish|livekit-agents``.
 
 They become ``[livekit]`` settings overrides (:meth:`LiveKitFlags.overrides`), so the config
 file and the environment can set them too, and :func:`fishtalk.cli.launch.livekit_target`
@@ -11,9 +12,11 @@ turns the settings into the engine's :class:`~fishtalk.engine.parts.LiveKitTarge
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
+
+from fishtalk.cli.options import spelled_out_as
 
 PANEL = "Any LiveKit room (no Fish session API)"
 
@@ -100,12 +103,26 @@ class LiveKitFlags:
         }
 
 
+_LIVEKIT_OPTIONS: Final[dict[str, Any]] = {
+    "url": LiveKitUrlOption,
+    "token": TokenOption,
+    "api_key": LiveKitApiKeyOption,
+    "api_secret": LiveKitApiSecretOption,
+    "room": RoomOption,
+    "protocol": ProtocolOption,
+}
+"""The direct-join options, by :class:`LiveKitFlags` field."""
+
+with_livekit_flags: Final = spelled_out_as("livekit", _LIVEKIT_OPTIONS, LiveKitFlags)
+"""Spells out a command's ``livekit: LiveKitFlags`` parameter as the direct-join options
+(``chat``, ``test`` and ``load`` alike)."""
+
+NO_LIVEKIT_FLAGS: Final = LiveKitFlags()
+"""A ``livekit`` parameter's default (:func:`with_livekit_flags` always passes the flags)."""
+
+
 __all__ = [
-    "LiveKitApiKeyOption",
-    "LiveKitApiSecretOption",
+    "NO_LIVEKIT_FLAGS",
     "LiveKitFlags",
-    "LiveKitUrlOption",
-    "ProtocolOption",
-    "RoomOption",
-    "TokenOption",
+    "with_livekit_flags",
 ]

@@ -15,26 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.lk_agent import GREETING, TABLE
 
-from .conftest import RoomHost
+from .conftest import HELLO_TEST, RoomHost
 
 pytestmark = pytest.mark.webrtc
 
-TEST_FILE = f"""
-timeout = 30
-
-[[turns]]
-listen = true
-expect.contains = "{GREETING}"
-
-[[turns]]
-say = "hello"
-expect.contains = "{TABLE["hello"]}"
-
-[[turns]]
-hangup = true
-
+TEST_FILE = f"""{HELLO_TEST}
 [expect]
 no_errors = true
 end_reason = "user_hangup"
