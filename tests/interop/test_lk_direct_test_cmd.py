@@ -89,6 +89,7 @@ SECRET = "s3cr3t-" + secrets.token_hex(16)
 
 
 MINT = ["--api-key", "k", "--room", "r"]
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJ2aWRlbyI6eyJyb29tIjoiciJ9fQ.c2ln"  # a room's token, in shape
 
 
 @pytest.mark.parametrize(
@@ -105,6 +106,10 @@ MINT = ["--api-key", "k", "--room", "r"]
         (["--livekit-url", "ws://127.0.0.1:9", "--token", "not-a-jwt"], "--token is not a LiveKit"),
         (["--livekit-url", "ws://127.0.0.1:9", "--api-key", "k"], "(missing: --room)"),
         (["--token", "a.b.c"], "they need --livekit-url"),
+        (
+            ["--livekit-url", "ws://127.0.0.1:9", "--token", JWT, "--concurrency", "2"],
+            "--token is one participant",
+        ),
         (
             ["--livekit-url", "ws://127.0.0.1:9", "--token", "a.b.c", "--protocol", "sip"],
             "must be one of 'fish' or 'livekit-agents'",
