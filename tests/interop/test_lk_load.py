@@ -61,7 +61,12 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("FISH", "LIVEKIT_"))}
 
 
-def test_minting_each_session_joins_a_room_of_its_own(lk_host: RoomHost, tmp_path: Path) -> None:
+@pytest.mark.parametrize("processes", [None, "2"])
+def test_minting_each_session_joins_a_room_of_its_own(
+    lk_host: RoomHost, tmp_path: Path, processes: str | None
+) -> None:
+    """In one process, and over two forked workers (the master hands them the URL and the
+    room; they read the key and secret from the environment they inherit)."""
     prefix = "load-" + secrets.token_hex(3)
     rooms = lk_host.dispatch(prefix + "-")
     secret = lk_host.server.api_secret
@@ -69,6 +74,7 @@ def test_minting_each_session_joins_a_room_of_its_own(lk_host: RoomHost, tmp_pat
     code, out, counts = _load(
         tmp_path, "--livekit-url", lk_host.url, "--api-key", lk_host.server.api_key,
         "--room", prefix, "-u", "2", "-r", "2", "-t", "3s", "--pace", "1",
+        *(["--processes", processes] if processes else []),
         env=env,
     )  # fmt: skip
     assert code == 0, out[-4000:]
