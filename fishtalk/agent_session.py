@@ -35,7 +35,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 
 from fishtalk.core import conversation as conv
-from fishtalk.core.errors import ConnectionFailedError, FishtalkError, SessionEndedError
+from fishtalk.core.errors import (
+    ConnectionFailedError,
+    FishtalkError,
+    SessionEndedError,
+    SessionExpiredError,
+)
 from fishtalk.engine.aio import in_daemon_thread
 from fishtalk.engine.fanout import KINDS, EventFanout, EventStream, kind_key
 from fishtalk.engine.hardening import make_non_dumpable
@@ -569,6 +574,8 @@ def _end_error(result: EndResult | None, reason: str | None = None) -> FishtalkE
     message = result.message if result is not None else conv.describe_end_reason(why)
     if why in (conv.END_CONNECTION_FAILED,):
         return ConnectionFailedError(message, reason=why, result=result)
+    if why == conv.END_SESSION_EXPIRED:  # only ever before connecting: start() raises it
+        return SessionExpiredError(message)
     return SessionEndedError(f"the session ended: {message}", reason=why, result=result)
 
 

@@ -238,7 +238,7 @@ NO_AGENT_TARGET: Final = AgentTarget()
 """A ``target`` parameter's default (:func:`with_agent_target` always passes one)."""
 
 
-def _spelled_out(
+def spelled_out_as(
     name: str, options: dict[str, Any], group: type[Any]
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """A decorator: the command's parameter ``name`` spelled out as ``options`` (with the
@@ -273,10 +273,10 @@ def _spelled_out(
     return spell_out
 
 
-with_session_flags: Final = _spelled_out("flags", _SESSION_OPTIONS, SessionFlags)
+with_session_flags: Final = spelled_out_as("flags", _SESSION_OPTIONS, SessionFlags)
 """Spells out a command's ``flags: SessionFlags`` parameter as the session-override options."""
 
-with_agent_target: Final = _spelled_out("target", _AGENT_OPTIONS, AgentTarget)
+with_agent_target: Final = spelled_out_as("target", _AGENT_OPTIONS, AgentTarget)
 """Spells out a command's ``target: AgentTarget`` parameter as PROFILE, ``--agent``,
 ``--api-url``, ``--public`` and ``--origin``."""
 
@@ -418,7 +418,7 @@ class CallRecords:
 NO_CALL_RECORDS: Final = CallRecords()
 """A ``records`` parameter's default (:func:`with_call_records` always passes them)."""
 
-with_call_records: Final = _spelled_out(
+with_call_records: Final = spelled_out_as(
     "records",
     {
         "no_journal": NoJournalOption,
@@ -456,7 +456,7 @@ class AudioChoice:
 NO_AUDIO_CHOICE: Final = AudioChoice()
 """An ``audio`` parameter's default (:func:`with_audio_choice` always passes one)."""
 
-with_audio_choice: Final = _spelled_out(
+with_audio_choice: Final = spelled_out_as(
     "audio",
     {
         "input_device": InputDeviceOption,

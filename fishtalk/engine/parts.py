@@ -9,8 +9,9 @@ way is put together the same way. Heavy modules load only when a part is built.
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -101,6 +102,9 @@ ENV_LIVEKIT_API_KEY = "LIVEKIT_API_KEY"
 ENV_LIVEKIT_API_SECRET = "LIVEKIT_API_SECRET"  # noqa: S105 - a variable's name, not a secret
 """Where a direct join's URL, key and secret come from when none is given (LiveKit's own
 names, as its CLI reads them)."""
+ENV_LIVEKIT_TOKEN = "FISHTALK_LIVEKIT__TOKEN"  # noqa: S105 - a variable's name, not a secret
+"""The settings' variable for ``[livekit] token``: how ``fishtalk load`` hands a token to
+its Locust users (never in their argv)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,27 @@ class LiveKitTarget:
         )
         source.check()
         return source
+
+    def check_at_once(self, sessions: int) -> None:
+        """Raise ConfigError when ``sessions`` at once cannot share this target: a token is
+        one participant, and a second join with it puts the first out of the room."""
+        from fishtalk.core.errors import ConfigError
+
+        if self.token is not None and sessions > 1:
+            raise ConfigError(
+                f"--token is one participant, so it joins one session at a time (not "
+                f"{sessions}): mint a token per session with --api-key/--api-secret and --room"
+            )
+
+    def one_of_many(self) -> LiveKitTarget:
+        """This target for one of many sessions (``fishtalk load``). Minting, each session
+        gets a room of its own, ``ROOM-`` and 8 hex digits, as many conversations need many
+        agents and a LiveKit deployment dispatches one into each new room (its identity,
+        ``fishtalk-`` and 8 hex digits, is minted anew anyway). A token is one participant
+        in its one room: the same target."""
+        if self.token is not None or not self.room:
+            return self
+        return replace(self, room=f"{self.room}-{secrets.token_hex(4)}")
 
     def session_options(self) -> dict[str, Any]:
         """The :class:`fishtalk.AgentSession` keyword arguments for this target."""
@@ -256,6 +281,7 @@ def api_grant(
 __all__ = [
     "ENV_LIVEKIT_API_KEY",
     "ENV_LIVEKIT_API_SECRET",
+    "ENV_LIVEKIT_TOKEN",
     "ENV_LIVEKIT_URL",
     "LiveKitTarget",
     "api_grant",

@@ -16,13 +16,31 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
-from support.lk_agent import join, run_agent, vad
+from support.lk_agent import GREETING, TABLE, join, run_agent, vad
 
 from fishtalk.sim.livekit.server import SimServer
 from fishtalk.sim.runner import SimInfo, SimThread
 
 WAIT: Final = 30.0
 """Bound for every wait in these tests (seconds)."""
+
+
+HELLO_TEST: Final = f"""
+timeout = 30
+
+[[turns]]
+listen = true
+expect.contains = "{GREETING}"
+
+[[turns]]
+say = "hello"
+expect.contains = "{TABLE["hello"]}"
+
+[[turns]]
+hangup = true
+"""
+"""A test file for the agent of :meth:`RoomHost.agent`: its greeting, a typed turn, a
+hang-up."""
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +93,23 @@ class RoomHost:
         token = self.server.mint_token(room, "agent-AJ_" + secrets.token_hex(6), kind="agent")
         joined = join(self.url, token, None, greet=greet)
         self.tasks.append(asyncio.run_coroutine_threadsafe(joined, self.loop))
+
+    def dispatch(self, prefix: str) -> dict[str, list[str]]:
+        """As livekit-server's automatic dispatch: an agent (:meth:`agent`) joins every new
+        room whose name starts with ``prefix``. Returns, as it grows, each such room with
+        who was in it when the agent was sent (its first participants)."""
+        rooms: dict[str, list[str]] = {}
+
+        async def watch() -> None:
+            while True:
+                for name, room in list(self.server.rooms.rooms.items()):
+                    if name.startswith(prefix) and name not in rooms:
+                        rooms[name] = list(room.participants)
+                        self.agent(name)
+                await asyncio.sleep(0.05)
+
+        self.tasks.append(asyncio.run_coroutine_threadsafe(watch(), self.loop))
+        return rooms
 
     def close(self) -> None:
         for task in self.tasks:

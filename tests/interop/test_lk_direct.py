@@ -10,13 +10,15 @@ import asyncio
 import os
 import secrets
 import sys
+from datetime import timedelta
 
 import httpx
 import pytest
+from livekit.api import AccessToken, VideoGrants
 from support.lk_agent import GREETING, TABLE
 
 from fishtalk import AgentSession, events
-from fishtalk.core.errors import ClientConfigError
+from fishtalk.core.errors import ClientConfigError, ConnectionFailedError, SessionExpiredError
 from fishtalk.sim.runner import SimInfo
 
 from .conftest import WAIT, RoomHost
@@ -55,6 +57,25 @@ def test_bad_direct_options_are_one_clear_error() -> None:
         AgentSession(livekit_url="ws://127.0.0.1:1", token="not-a-jwt")
     with pytest.raises(ClientConfigError, match="--protocol must be one of"):
         AgentSession(livekit_url="ws://127.0.0.1:1", token="a.b.c", protocol="sip")  # type: ignore[arg-type]
+    with pytest.raises(ClientConfigError, match="not a URL with a host"):
+        AgentSession(livekit_url="http://[::1", token="a.b.c")
+
+
+async def test_a_token_the_server_refuses_or_expired_raises_its_error(lk_host: RoomHost) -> None:
+    room = _room()
+    expired = lk_host.server.mint_token(room, "tester", ttl=timedelta(minutes=-5))
+    with pytest.raises(SessionExpiredError, match="expired"):
+        async with AgentSession(livekit_url=lk_host.url, token=expired, text_only=True):
+            pass
+    forged = (
+        AccessToken(lk_host.server.api_key, "not-the-secret-" + secrets.token_hex(16))
+        .with_identity("tester")
+        .with_grants(VideoGrants(room_join=True, room=room))
+        .to_jwt()
+    )
+    with pytest.raises(ConnectionFailedError, match="Could not connect"):
+        async with AgentSession(livekit_url=lk_host.url, token=forged, text_only=True):
+            pass
 
 
 async def test_line_mode_joins_with_the_secret_from_the_environment(lk_host: RoomHost) -> None:

@@ -135,3 +135,31 @@ def test_text_only_turns_are_timed_by_first_text() -> None:
     result.first_text_by_turn = {"turn 1 (say 'hi')": 0.25}
     assert turn_requests(test, result)[0].name == "t: turn 1 (say 'hi') [first text]"
     assert turn_requests(test, result)[0].ms == 250.0
+
+
+SECRET = "lk-secret-never-shown-0123456789abcdef"
+LIVEKIT = ("--livekit-url", "ws://127.0.0.1:9", "--api-key", "k", "--api-secret", SECRET)
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (("--sim", *LIVEKIT, "--room", "r"), "not with --sim"),
+        (("--worker", "--master-host", "127.0.0.1", *LIVEKIT), "not with --worker"),
+        ((*LIVEKIT,), "(missing: --room)"),
+        (("--livekit-url", "ws://", "--api-key", "k", "--room", "r"), "not a URL with a host"),
+    ],
+)
+def test_bad_livekit_options_are_one_line(
+    tmp_path: Path, flags: tuple[str, ...], says: str
+) -> None:
+    worker = "--worker" in flags
+    line = one_line(fishtalk(tmp_path, "load", *([] if worker else [HELLO]), *flags, "--yes"))
+    assert says in line
+    assert SECRET not in line
+
+
+def test_a_livekit_run_names_its_rooms_when_it_asks(tmp_path: Path) -> None:
+    line = one_line(fishtalk(tmp_path, "load", HELLO, *LIVEKIT, "--room", "lt", "-t", "30s"))
+    assert "load agent lt-* at ws://127.0.0.1:9 with 1 users" in line
+    assert SECRET not in line

@@ -8,15 +8,7 @@ import typer
 
 from fishtalk.cli.completion import complete_scenarios
 from fishtalk.cli.exits import EXIT_USAGE
-from fishtalk.cli.livekit_options import (
-    LiveKitApiKeyOption,
-    LiveKitApiSecretOption,
-    LiveKitFlags,
-    LiveKitUrlOption,
-    ProtocolOption,
-    RoomOption,
-    TokenOption,
-)
+from fishtalk.cli.livekit_options import NO_LIVEKIT_FLAGS, LiveKitFlags, with_livekit_flags
 from fishtalk.cli.options import ApiUrlOption, OriginOption, PublicOption
 from fishtalk.cli.shared import fail, load, state
 
@@ -39,10 +31,12 @@ commands = typer.Typer()
     ),
     epilog=(
         "Exit codes: 0 all passed; 1 any failed; 2 a bad test file or flags; 3-6 the session "
-        "API refused or failed (as for chat); 7 no usable network for --sim; 130 interrupted "
-        "(the reports still hold what finished)."
+        "API refused or failed (as for chat; 6 also an expired grant or LiveKit token); 7 a "
+        "session could not connect (a LiveKit server unreachable or refusing the token, or no "
+        "usable network for --sim); 130 interrupted (the reports still hold what finished)."
     ),
 )
+@with_livekit_flags
 def run_agent_tests(
     files: Annotated[
         list[Path] | None, typer.Argument(metavar="FILE...", help="Test files (TOML).")
@@ -108,12 +102,7 @@ def run_agent_tests(
     api_url: ApiUrlOption = None,
     public: PublicOption = None,
     origin: OriginOption = None,
-    livekit_url: LiveKitUrlOption = None,
-    token: TokenOption = None,
-    api_key: LiveKitApiKeyOption = None,
-    api_secret: LiveKitApiSecretOption = None,
-    room: RoomOption = None,
-    protocol: ProtocolOption = None,
+    livekit: LiveKitFlags = NO_LIVEKIT_FLAGS,
 ) -> None:
     """Run agent tests written in TOML."""
     from fishtalk.workbench.agenttest.command import TestCommand, run_command
@@ -156,11 +145,13 @@ def run_agent_tests(
     else:
         from fishtalk.cli.launch import livekit_target
 
-        lk = LiveKitFlags(livekit_url, token, api_key, api_secret, room, protocol)
         settings = load(
-            {"api.url": api_url, "api.public": public, "api.origin": origin, **lk.overrides()}
+            {"api.url": api_url, "api.public": public, "api.origin": origin, **livekit.overrides()}
         )
         key = settings.api.api_key
+        direct = livekit_target(settings)
+        if direct is not None:
+            direct.check_at_once(concurrency)
         target = Target(
             agent,
             api_url=settings.api.url,
@@ -170,7 +161,7 @@ def run_agent_tests(
             fallback_agent=settings.session.agent_id,
             config_path=state.config_path,
             journal=not no_journal,
-            livekit=livekit_target(settings),
+            livekit=direct,
         )
     command = TestCommand(
         paths, target, sim=sim, scenario=scenario, agent_settings=agent_settings,

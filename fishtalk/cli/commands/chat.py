@@ -5,15 +5,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fishtalk.cli.completion import complete_scenarios
-from fishtalk.cli.livekit_options import (
-    LiveKitApiKeyOption,
-    LiveKitApiSecretOption,
-    LiveKitFlags,
-    LiveKitUrlOption,
-    ProtocolOption,
-    RoomOption,
-    TokenOption,
-)
+from fishtalk.cli.livekit_options import NO_LIVEKIT_FLAGS, LiveKitFlags, with_livekit_flags
 from fishtalk.cli.options import (
     NO_AGENT_TARGET,
     NO_AUDIO_CHOICE,
@@ -118,6 +110,7 @@ def demo(
 @with_session_flags
 @with_audio_choice
 @with_call_records
+@with_livekit_flags
 def chat(
     target: AgentTarget = NO_AGENT_TARGET,
     text_only: TextOnlyOption = False,
@@ -125,12 +118,7 @@ def chat(
     plain: PlainOption = False,
     flags: SessionFlags = NO_SESSION_FLAGS,
     records: CallRecords = NO_CALL_RECORDS,
-    livekit_url: LiveKitUrlOption = None,
-    token: TokenOption = None,
-    api_key: LiveKitApiKeyOption = None,
-    api_secret: LiveKitApiSecretOption = None,
-    room: RoomOption = None,
-    protocol: ProtocolOption = None,
+    livekit: LiveKitFlags = NO_LIVEKIT_FLAGS,
 ) -> None:
     """Talk to an agent: the full-screen TUI on a terminal, line mode otherwise."""
     settings = target.load(
@@ -139,7 +127,7 @@ def chat(
             "session.text_only": True if text_only else None,
             "ui.plain": True if plain else None,
             **audio.overrides(),
-            **LiveKitFlags(livekit_url, token, api_key, api_secret, room, protocol).overrides(),
+            **livekit.overrides(),
         },
     )
     from fishtalk.cli.front_ends import run_chat

@@ -5,14 +5,18 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
 from fishtalk.cli.completion import complete_scenarios
 from fishtalk.cli.exits import EXIT_CONNECTION, EXIT_ERROR, EXIT_USAGE
+from fishtalk.cli.livekit_options import NO_LIVEKIT_FLAGS, LiveKitFlags, with_livekit_flags
 from fishtalk.cli.options import ApiUrlOption
 from fishtalk.cli.shared import fail, load
+
+if TYPE_CHECKING:
+    from fishtalk.engine.parts import LiveKitTarget
 
 commands = typer.Typer()
 """This module's top-level commands (app.py registers them on the one app)."""
@@ -25,6 +29,7 @@ def _locust_argv(
     file: Path | None,
     agent: str | None,
     api_url: str | None,
+    livekit: "LiveKitTarget | None",
     users: int,
     spawn_rate: float,
     run_time: str | None,
@@ -52,6 +57,10 @@ def _locust_argv(
     argv += ["--fishtalk-max-sessions", str(cap), "-u", str(users), "-r", f"{spawn_rate:g}"]
     argv += ["--fishtalk-agent", agent] if agent else []
     argv += ["--fishtalk-api-url", api_url] if api_url else []
+    if livekit is not None:  # its secrets go through the environment (see load_agent)
+        argv += ["--fishtalk-livekit-url", livekit.url]
+        argv += ["--fishtalk-livekit-room", livekit.room] if livekit.room else []
+        argv += ["--fishtalk-livekit-protocol", livekit.protocol] if livekit.protocol else []
     argv += ["-t", run_time] if run_time else []
     argv += [] if web else ["--headless"]
     argv += ["--csv", csv] if csv else []
@@ -76,7 +85,12 @@ def _locust_argv(
         "(see the README, 'Load testing').\n\n"
         "Guards: --max-sessions refuses a run that could open more sessions (default 50 "
         "against an agent, 100000 with --sim); an agent run asks before it starts (--yes, "
-        "required without a terminal) and needs --run-time."
+        "required without a terminal) and needs --run-time.\n\n"
+        "--livekit-url joins LiveKit rooms directly, as chat and test do: minting (--api-key/"
+        "--api-secret, --room NAME), every session joins a room of its own, NAME- and 8 hex "
+        "digits, as a participant of its own (a LiveKit deployment dispatches an agent into "
+        "each new room); a --token is one participant, so one user. Workers read the key "
+        "and secret from $LIVEKIT_API_KEY / $LIVEKIT_API_SECRET."
     ),
     epilog=(
         "Exit codes: 0 every request passed; 1 any failed (or the run was declined); 2 a bad "
@@ -84,6 +98,7 @@ def _locust_argv(
         "--sim."
     ),
 )
+@with_livekit_flags
 def load_agent(
     ctx: typer.Context,
     file: Annotated[
@@ -153,6 +168,7 @@ def load_agent(
         ),
     ] = None,
     api_url: ApiUrlOption = None,
+    livekit: LiveKitFlags = NO_LIVEKIT_FLAGS,
 ) -> None:
     """Load-test an agent with real clients, on Locust."""
     if any(importlib.util.find_spec(name) is None for name in ("locust", "gevent")):
@@ -173,14 +189,28 @@ def load_agent(
         fail("--scenario needs --sim", EXIT_USAGE)
     if sim and agent is None and worker:
         fail("--sim goes with the master (it runs the sim); workers take no --sim", EXIT_USAGE)
+    if any(value is not None for value in livekit.overrides().values()) and (sim or worker):
+        fail(
+            "the LiveKit options go with an agent run's master, not with "
+            + ("--sim" if sim else "--worker (it reads $LIVEKIT_API_KEY / $LIVEKIT_API_SECRET)"),
+            EXIT_USAGE,
+        )
     url = api_url
     cap = 0
     sim_thread = None
+    direct = None
     if not worker:
         assert file is not None
         test = load_test(file)
         seconds = parse_run_time(run_time) if run_time is not None else None
-        settings = None if sim else load({"api.url": api_url})
+        settings = None if sim else load({"api.url": api_url, **livekit.overrides()})
+        if settings is not None:
+            from fishtalk.cli.launch import livekit_target
+
+            direct = livekit_target(settings)  # as chat and test: one line, exit 2
+        if direct is not None:
+            direct.check_at_once(users)
+            agent = f"{direct.room}-* at {direct.url}" if direct.room else direct.url
         fallback = SIM_DEFAULT_AGENT if sim else settings.session.agent_id if settings else None
         agent = agent or test.agent or fallback
         if not agent:
@@ -213,6 +243,8 @@ def load_agent(
             info = sim_thread.start()
             url = info.api_url
             os.environ[ENV_API_KEY] = info.dev_key
+        elif direct is not None:
+            _pass_on_livekit_secrets(direct)
         elif settings is not None:
             url = settings.api.url
             key = settings.api.api_key
@@ -220,7 +252,8 @@ def load_agent(
                 # The key reaches the users through the environment, never argv.
                 os.environ[ENV_API_KEY] = key.get_secret_value()
     argv = _locust_argv(
-        file=file, agent=agent, api_url=url, users=users, spawn_rate=spawn_rate,
+        file=file, agent=None if direct is not None else agent, api_url=url, livekit=direct,
+        users=users, spawn_rate=spawn_rate,
         run_time=run_time, pace=pace, cap=cap, web=web, csv=csv, html=html, master=master,
         worker=worker, master_host=master_host, processes=processes,
         expect_workers=expect_workers, extra=list(ctx.args),
@@ -232,6 +265,28 @@ def load_agent(
 
     sys.stdout.flush()
     exit_process(code)
+
+
+def _pass_on_livekit_secrets(direct: "LiveKitTarget") -> None:
+    """The users read the token, key and secret from the environment (never argv; the
+    master keeps them from its workers): set them there, and only the way to join given."""
+    from fishtalk.engine.parts import (
+        ENV_LIVEKIT_API_KEY,
+        ENV_LIVEKIT_API_SECRET,
+        ENV_LIVEKIT_TOKEN,
+        reveal,
+    )
+
+    for name, secret in (
+        (ENV_LIVEKIT_TOKEN, direct.token),
+        (ENV_LIVEKIT_API_KEY, direct.api_key),
+        (ENV_LIVEKIT_API_SECRET, direct.api_secret),
+    ):
+        value = reveal(secret)
+        if value:
+            os.environ[name] = value
+        else:
+            os.environ.pop(name, None)
 
 
 def _run_locust(argv: list[str]) -> int:

@@ -11,10 +11,12 @@ import base64
 import binascii
 import json
 import secrets
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
@@ -92,11 +94,7 @@ class DirectJoin:
 
     def check(self) -> None:
         """Raise ConfigError for options that cannot join (one line, naming the flag)."""
-        if not self.livekit_url.startswith(("ws://", "wss://", "http://", "https://")):
-            raise errors.ConfigError(
-                f"--livekit-url must be a ws://, wss://, http:// or https:// URL "
-                f"(got {self.livekit_url!r})"
-            )
+        _check_url(self.livekit_url)
         if self.token is not None:
             if self.api_key is not None or self.api_secret is not None:
                 raise errors.ConfigError("give --token, or --api-key/--api-secret, not both")
@@ -124,14 +122,18 @@ class DirectJoin:
         self.check()
         if self.api_key is None or self.api_secret is None or not self.room:
             raise errors.ConfigError("minting a token needs --api-key, --api-secret and --room")
-        return (
-            api.AccessToken(self.api_key.get_secret_value(), self.api_secret.get_secret_value())
-            .with_identity(self.identity)
-            .with_name("fishtalk")
-            .with_ttl(DIRECT_TTL)
-            .with_grants(api.VideoGrants(room_join=True, room=self.room))
-            .to_jwt()
-        )
+        with warnings.catch_warnings():
+            # PyJWT warns of a secret under 32 bytes on stderr; the server that issued it
+            # is the judge of that (livekit-server itself refuses to start with one).
+            warnings.simplefilter("ignore", UserWarning)
+            return (
+                api.AccessToken(self.api_key.get_secret_value(), self.api_secret.get_secret_value())
+                .with_identity(self.identity)
+                .with_name("fishtalk")
+                .with_ttl(DIRECT_TTL)
+                .with_grants(api.VideoGrants(room_join=True, room=self.room))
+                .to_jwt()
+            )
 
     async def obtain(self) -> LiveKitGrant:
         """The grant: the token given or minted, its room and its expiry."""
@@ -148,6 +150,25 @@ class DirectJoin:
             max_duration_seconds=max(1, int((expires_at - now).total_seconds())),
             livekit_url=self.livekit_url,
             token=SecretStr(token),
+        )
+
+
+def _check_url(url: str) -> None:
+    """Raise ConfigError unless ``url`` is a ws(s):// or http(s):// URL with a host."""
+    try:
+        parsed = urlsplit(url)
+        host = parsed.hostname
+        parsed.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        host = None
+    else:
+        if parsed.scheme not in ("ws", "wss", "http", "https"):
+            raise errors.ConfigError(
+                f"--livekit-url must be a ws://, wss://, http:// or https:// URL (got {url!r})"
+            )
+    if not host:
+        raise errors.ConfigError(
+            f"--livekit-url {url!r} is not a URL with a host (e.g. wss://NAME.livekit.cloud)"
         )
 
 

@@ -10,12 +10,20 @@ every ``--fishtalk-pace`` seconds, and a process opens at most ``--fishtalk-max-
 The master (or a lone process) reads the test file and passes its text on in the options,
 so workers on other machines need only the locustfile (spoken turns' WAV files excepted:
 they must sit at the same path on the workers).
+
+With ``--fishtalk-livekit-url`` the users join LiveKit rooms directly, with no session API
+(:meth:`~fishtalk.engine.parts.LiveKitTarget.one_of_many`): minting with
+``$LIVEKIT_API_KEY`` / ``$LIVEKIT_API_SECRET``, every session joins a room of its own,
+``--fishtalk-livekit-room`` and a suffix, as a participant of its own; a token (in the
+environment, one participant) allows one user. Secrets stay in each process's environment:
+the master never sends them to its workers.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import os
 import sys
 import threading
 import time
@@ -29,7 +37,9 @@ from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from fishtalk.core.errors import FishtalkError
+from fishtalk.engine.parts import ENV_LIVEKIT_TOKEN
 from fishtalk.workbench.load.bridge import EngineThread, hub_poster, wait_green
+from fishtalk.workbench.load.csvfinal import write_before_closing
 from fishtalk.workbench.load.plan import DEFAULT_PACE, MAX_SESSIONS_AGENT, LoadPlan
 from fishtalk.workbench.load.requests import Request, failed_start, start_request, turn_requests
 
@@ -37,6 +47,7 @@ if TYPE_CHECKING:
     from locust.env import Environment
 
     from fishtalk.agent_session import AgentSession
+    from fishtalk.engine.parts import LiveKitTarget
     from fishtalk.workbench.agenttest.results import TestResult
     from fishtalk.workbench.agenttest.runner import Target
     from fishtalk.workbench.agenttest.spec import TestFile
@@ -81,6 +92,26 @@ def _options(parser: Any) -> None:
         "--fishtalk-api-url", metavar="URL", default="", help="The session API's base URL."
     )
     group.add_argument(
+        "--fishtalk-livekit-url",
+        metavar="URL",
+        default="",
+        help="Join rooms of this LiveKit server directly (no session API; key and secret "
+        "from $LIVEKIT_API_KEY / $LIVEKIT_API_SECRET, or a token from $"
+        f"{ENV_LIVEKIT_TOKEN}).",
+    )
+    group.add_argument(
+        "--fishtalk-livekit-room",
+        metavar="NAME",
+        default="",
+        help="Minting, each session joins a room of its own: NAME- and 8 hex digits.",
+    )
+    group.add_argument(
+        "--fishtalk-livekit-protocol",
+        metavar="fish|livekit-agents",
+        default="",
+        help="What the agent speaks (default: told from the agent participant).",
+    )
+    group.add_argument(
         "--fishtalk-pace",
         type=float,
         default=DEFAULT_PACE,
@@ -105,6 +136,9 @@ def _init(environment: Environment, **_kwargs: object) -> None:
             raise FishtalkError("no test file: pass --fishtalk-test FILE")
         options.fishtalk_test_text = Path(options.fishtalk_test).read_text("utf-8")
         load_test(options.fishtalk_test)
+        livekit = _livekit(options)
+        if livekit is not None:
+            livekit.check_at_once(options.num_users or 1)
         if options.run_time and options.num_users:
             plan = LoadPlan(
                 options.fishtalk_agent or "?",
@@ -182,6 +216,23 @@ def _report_now(environment: Environment, **_kwargs: object) -> None:
 
 events.init.add_listener(_graceful_master)
 events.test_stop.add_listener(_report_now)
+write_before_closing()
+
+
+def _livekit(options: Any) -> LiveKitTarget | None:
+    """The LiveKit room the options join directly (None: the session API), built as
+    ``chat`` and ``test`` build theirs; the token, key and secret come from the
+    environment (:data:`~fishtalk.engine.parts.ENV_LIVEKIT_TOKEN`, ``$LIVEKIT_API_KEY``,
+    ``$LIVEKIT_API_SECRET``). Raises ConfigError for options that cannot join."""
+    from fishtalk.engine import parts
+
+    protocol = options.fishtalk_livekit_protocol or None
+    return parts.livekit_target(
+        options.fishtalk_livekit_url or None,
+        token=os.environ.get(ENV_LIVEKIT_TOKEN) or None,
+        room=options.fishtalk_livekit_room or None,
+        protocol=protocol,
+    )
 
 
 @lru_cache(maxsize=4)
@@ -231,10 +282,16 @@ class FishtalkUser(User):
             _log.warning("--fishtalk-max-sessions reached in this process: stopping a user")
             raise StopUser()
         test = _parse(options.fishtalk_test_text, options.fishtalk_test)
+        try:
+            livekit = _livekit(options)
+        except FishtalkError as exc:  # a worker's environment, checked here first
+            _log.error("fishtalk: %s", exc)
+            raise StopUser() from None
         target = Target(
             options.fishtalk_agent or None,
             api_url=options.fishtalk_api_url or None,
             fallback_agent=None,
+            livekit=livekit.one_of_many() if livekit is not None else None,
         )
         self._started = time.monotonic()
         at = time.time()
