@@ -235,6 +235,7 @@ class AgentSession:
         self._replies: deque[conv.Segment] = deque()  # for wait_for_line
         self._answers = ReplyTracker()  # for wait_for_reply
         self._closed = False
+        self._sdk_settled = False
 
     # --- building the parts ------------------------------------------------------------
 
@@ -374,7 +375,9 @@ class AgentSession:
         # teardown short (close() awaits it again; wait_closed() settles a connect).
         result = await asyncio.shield(run)
         await self._session.wait_closed()
-        await let_sdk_settle()
+        if not self._sdk_settled:  # once: hangup() then close() need not wait twice
+            self._sdk_settled = True
+            await let_sdk_settle()
         return result
 
     # --- state -------------------------------------------------------------------------

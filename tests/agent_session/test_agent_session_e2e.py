@@ -460,3 +460,30 @@ async def test_a_journal_when_asked(sim: SimInfo, tmp_path: Path) -> None:
 async def test_no_journal_unless_asked(sim: SimInfo, tmp_path: Path) -> None:
     async with AgentSession(**options(sim)) as session:
         assert session.journal_path is None
+
+
+async def test_hangup_then_close_waits_for_the_sdk_once(
+    sim: SimInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK's last events are waited for once per session: ``hangup()`` waits, and the
+    ``close()`` after it (``async with``'s exit) has nothing left to wait for (it waited
+    again, 0.3 s of every ``fishtalk test`` file)."""
+    import fishtalk.agent_session as module
+
+    waits: list[None] = []
+    settle = module.let_sdk_settle
+
+    async def counted() -> None:
+        waits.append(None)
+        await settle()
+
+    monkeypatch.setattr(module, "let_sdk_settle", counted)
+    async with AgentSession(**options(sim)) as s:
+        await s.wait_for_reply(WAIT)
+        result = await s.hangup()
+        assert result.reason == "user_hangup"
+        assert len(waits) == 1
+    assert len(waits) == 1
+    async with AgentSession(**options(sim)) as s:  # closed without a hangup: once too
+        await s.wait_for_reply(WAIT)
+    assert len(waits) == 2
