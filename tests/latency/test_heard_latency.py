@@ -5,21 +5,16 @@ The sim agent's timings are set per scenario (``think_seconds``,
 adds to a turn is known. The session measures each turn on its own clock
 (:class:`fishtalk.core.conversation.Waterfall` in ``state.latency``); every figure it reports
 must be at least what was injected, because nothing can come sooner than the agent sends
-it, and at most ``TOLERANCE`` above it, counted from the agent's own ``thinking`` mark
-(:func:`_above_injected`): how long the agent took to start on a turn is its own business
-(under load the sim, in this process, started one 4.7 s late), not the measurement's.
+it. That lower bound is the only timing asserted here: what lies above it (the sim's
+relay, Opus, the jitter buffer, a 2-core host running other tests) has no bound a test
+may rely on, and bench/bench_latency.py measures what the figures really are.
 
-``TOLERANCE`` (3 s) covers what lies between the injected delays and the speaker and is
-not injected: the agent's own steps (a state change and a text stream opened per reply,
-tens of ms), the audio's trip through Opus, the sim's relay and the jitter buffer (about
-0.2 s here), the device's output latency (about 20 ms), and scheduling: the sim, its
-relay and the session share one process and one event loop, on a 2-core machine that
-runs other tests at the same time. On a quiet machine heard comes out 0.25-0.35 s above
-the injected delays; under a load average of 4 we saw 1.7 s above. It is an upper bound
-meant to catch a measurement that is wrong (a mark from the wrong frame or the reply's
-end, a turn opened at the wrong user turn, a clock mixed up: each of these is off by a
-reply's length, 3-5 s here, or by far more), not a performance goal:
-bench/bench_latency.py measures what the figures really are.
+What an upper bound used to guard against, a figure taken from the wrong line or the
+wrong mark, is checked by identity instead (:func:`_the_reply`): the line a turn was
+measured on is the agent line that answers that turn, and its first-text mark falls
+within that line's life. Which frame and which mark the rules pick is the pure tests'
+business (tests/conversation/test_latency_reduce.py, including a property test over any
+order of marks).
 
 Spoken turns go through the virtual PulseAudio chain: a tone played into the virtual
 mic, the session's detector ends the turn at the end of that tone, and the sim agent
@@ -44,18 +39,16 @@ from support.virtual_audio import MIC, SPEAKER, VirtualAudio
 from fishtalk.cli.config import load_settings
 from fishtalk.cli.launch import build_session
 from fishtalk.core import conversation as conv
-from fishtalk.core.conversation import State, Waterfall
+from fishtalk.core.conversation import Segment, State, Waterfall
 from fishtalk.engine import observe
 from fishtalk.engine.paths import CONFIG_PATH_ENV
-from fishtalk.engine.session import TAIL_AFTER_TEXT, Session
+from fishtalk.engine.session import Session
 from fishtalk.sim.fish.scenario import Scenario, parse_scenario
 from fishtalk.sim.fish.voice import SpeechDetector, ToneVoice, silence, tone
 from fishtalk.sim.runner import SimHandle, run_sim
 
 pytestmark = [pytest.mark.webrtc, pytest.mark.audio, pytest.mark.timeout(120)]
 
-TOLERANCE = 3.0
-"""Seconds a measured figure may exceed the injected delay (see the module docstring)."""
 SIM_ENDPOINTING = SpeechDetector().hangover
 """Quiet the sim agent waits for after the user's sound before it takes the turn."""
 WAIT = 30.0
@@ -238,11 +231,15 @@ async def _closed_turn(session: Session, number: int) -> Waterfall:
     return state.latency.turns[number - 1]
 
 
-def _above_injected(w: Waterfall, figure: float) -> float:
-    """``figure`` (seconds from the end of the user's turn) counted from when the agent
-    started on the turn instead: its ``thinking`` mark, received like every other mark."""
-    assert w.thinking_at is not None
-    return figure - (w.thinking_at - w.user_ended_at)
+def _the_reply(session: Session, w: Waterfall) -> Segment:
+    """The agent line turn ``w`` was measured on: it answers that turn (not the greeting,
+    not a neighbour), and the turn's first-text mark falls within the line's life."""
+    line = next(s for s in session.state.transcript if s.segment_id == w.segment_id)
+    assert line.role == "agent", (line, w)
+    assert line.answers_turn == w.turn, (line, w)
+    assert w.first_text_at is not None
+    assert line.started_at <= w.first_text_at <= line.updated_at, (line, w)
+    return line
 
 
 def _check_order(w: Waterfall) -> None:
@@ -265,8 +262,9 @@ async def test_typed_turns_measure_at_least_the_injected_delays(
 ) -> None:
     """Typed turns: the agent thinks THINK s, writes its first word, and speaks
     FIRST_AUDIO_DELAY s later. First text >= THINK, first audio received >= the delay
-    after the first text, heard >= both together; each within TOLERANCE above. A last
-    turn asks for a text-only reply: it says so instead of a heard figure."""
+    after the first text, heard >= both together, each measured on the line that answers
+    its turn. A last turn asks for a text-only reply: it says so instead of a heard
+    figure."""
     session = await _connect(sim, calls, "typed")
     injected = THINK + FIRST_AUDIO_DELAY
     heards: list[float] = []
@@ -282,7 +280,7 @@ async def test_typed_turns_measure_at_least_the_injected_delays(
         assert first_text is not None
         assert heard is not None
         assert first_text >= THINK, w
-        assert _above_injected(w, first_text) <= THINK + TOLERANCE, w
+        _the_reply(session, w)
         assert w.first_text_at is not None
         assert w.thinking_at is not None
         # Each arrival is measured from the turn's own publish (user_ended_at for a typed
@@ -291,9 +289,7 @@ async def test_typed_turns_measure_at_least_the_injected_delays(
         assert w.audio_received_at is not None
         received = w.audio_received_at - w.user_ended_at
         assert injected <= received, w
-        assert _above_injected(w, received) <= injected + TOLERANCE, w
         assert injected <= heard, w
-        assert _above_injected(w, heard) <= injected + TOLERANCE, w
         heards.append(heard)
         # The reply is over (and heard to its end) before the next turn is sent.
         await _settled(session)
@@ -306,7 +302,7 @@ async def test_typed_turns_measure_at_least_the_injected_delays(
     assert w.incomplete == "text-only"
     assert w.first_text is not None
     assert w.first_text >= THINK
-    assert _above_injected(w, w.first_text) <= THINK + TOLERANCE, w
+    _the_reply(session, w)
     summary = conv.summarize(session.state.latency.turns)
     assert summary.turns == 4
     assert summary.measured == 3
@@ -331,19 +327,14 @@ async def test_spoken_turn_measures_at_least_the_injected_delays(
     assert w.incomplete is None, w
     _check_order(w)
     assert w.user_final_at is not None
-    assert SIM_ENDPOINTING <= w.user_final_at - w.user_ended_at <= SIM_ENDPOINTING + TOLERANCE
+    assert w.user_final_at - w.user_ended_at >= SIM_ENDPOINTING
     first_text, heard = w.first_text, w.heard
     assert first_text is not None
     assert heard is not None
     assert first_text >= SIM_ENDPOINTING + THINK, w
     assert heard >= SIM_ENDPOINTING + THINK, w
-    assert _above_injected(w, first_text) <= THINK + TOLERANCE, w
-    assert _above_injected(w, heard) <= THINK + TOLERANCE, w
     # The agent said what it heard: the turn measured is the reply to the tone.
-    assert any(
-        s.role == "agent" and s.segment_id == w.segment_id and "hertz" in s.text
-        for s in session.state.transcript
-    )
+    assert "hertz" in _the_reply(session, w).text
 
 
 async def test_a_reply_straight_after_the_agents_own_speech_is_measured(
@@ -372,13 +363,13 @@ async def test_a_reply_straight_after_the_agents_own_speech_is_measured(
     w = next(t for t in state.latency.turns if t.kind == "typed")
     assert w.turn == 1
     assert w.incomplete is None, w
-    reply = next(seg for seg in session.state.transcript if seg.segment_id == w.segment_id)
+    reply = _the_reply(session, w)
     assert reply.text.startswith("You said: a question while you talk"), reply
     _check_order(w)
     assert w.first_text_at is not None
     assert w.audio_received_at is not None
-    # Found after the answer's words came, within the tail allowance or at a pause.
-    assert w.first_text_at <= w.audio_received_at <= w.first_text_at + TAIL_AFTER_TEXT + 1.0, w
+    # Found after the answer's words came (the earlier line's audio is not the answer).
+    assert w.first_text_at <= w.audio_received_at, w
     heard = w.heard
     assert heard is not None
     assert heard >= w.first_text_at - w.user_ended_at
@@ -400,7 +391,7 @@ async def test_text_only_turn_says_so_instead_of_a_number(
     first_text = w.first_text
     assert first_text is not None
     assert first_text >= THINK
-    assert _above_injected(w, first_text) <= THINK + TOLERANCE, w
+    _the_reply(session, w)
     summary = conv.summarize(session.state.latency.turns)
     assert summary.measured == 0
     assert summary.p50 is None
