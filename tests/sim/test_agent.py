@@ -272,6 +272,19 @@ async def test_client_tool_error_result(sim: SimHandle, user: UserClient) -> Non
     assert failed.error == "no such tool"
 
 
+async def test_a_typed_call_names_the_tool_as_a_spoken_one_does(
+    sim: SimHandle, user: UserClient
+) -> None:
+    """ "call get time", typed, calls ``get_time``: the tool the spoken phrase calls."""
+    await user.start("plain")
+    await user.final_agent_segment("friend.")
+    await user.send(p.UserMessage(text="call  get time ", audio=False))
+    call = await user.event(p.ClientToolCall)
+    assert call.tool_name == "get_time"
+    await user.send(p.ClientToolResult(call_id=call.call_id, result="09:41"))
+    await user.final_agent_segment("get_time tool returned")
+
+
 async def test_agent_tool_events_and_error(sim: SimHandle, user: UserClient) -> None:
     await user.start("agent-tools")
     await user.final_agent_segment("Events sent.")

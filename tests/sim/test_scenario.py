@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,29 @@ def test_builtin_scenarios_parse() -> None:
     } <= kinds
     assert demo.then == "converse"
     assert any(s.do == "say" and not s.audio for s in demo.steps)  # type: ignore[union-attr]
+
+
+def test_what_the_tour_invites_you_to_say_works_in_the_demo() -> None:
+    """Each "try saying ..." of the built-in scenarios is a phrase the sim's ears know, and
+    a tool it calls is one `fishtalk demo` gives its client (no failed tool card for
+    doing what the tour said)."""
+    from fishtalk.cli.demo import DEMO_BUILTINS
+    from fishtalk.sim.fish.hearing import SPOKEN_COMMANDS
+    from fishtalk.sim.fish.interpreter import tool_name
+
+    invited = [
+        match.group(1)
+        for name in BUILTIN
+        for step in builtin_scenario(name).steps
+        if step.do == "say"
+        for match in re.finditer(r"try saying ([a-z ]+)", step.text)  # type: ignore[union-attr]
+    ]
+    assert invited, "the tour invites no speech"
+    for phrase in invited:
+        assert phrase in SPOKEN_COMMANDS, phrase
+        command = SPOKEN_COMMANDS[phrase]
+        if command.startswith("call "):
+            assert tool_name(command.removeprefix("call ")) in DEMO_BUILTINS, phrase
 
 
 def test_load_by_name_and_path(tmp_path: Path) -> None:

@@ -264,7 +264,7 @@ class ScenarioInterpreter:
         if lowered.startswith(("call ", "tool ")) or asks_time:
             # "What time is it?" asks the client's get_time, as an agent with that client
             # tool would (the README's client-tool example, offline).
-            name = "get_time" if asks_time else text.split(maxsplit=1)[1].strip()
+            name = "get_time" if asks_time else tool_name(text.split(maxsplit=1)[1])
             reply = await agent.tools.call_client(name, {}, expects_response=True)
             if asks_time and reply.reason in ("error", "timeout"):
                 # No get_time on the client (`fishtalk demo`): the machine's own clock.
@@ -282,6 +282,12 @@ class ScenarioInterpreter:
         elif self._replies == 1:
             then = "Try 'call get_local_context', 'error' or 'goodbye'."
         await agent.say(you_said(text, then), audio=audio)
+
+
+def tool_name(words: str) -> str:
+    """The tool a "call ..." turn names: its words joined as one identifier, so typing
+    "call get time" calls ``get_time``, as saying it does (:mod:`.hearing`)."""
+    return "_".join(words.split())
 
 
 _ASKS_TIME: Final = re.compile(r"\bwhat time is it\b|\bwhat's the time\b|\bthe time now\b")
