@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from fishtalk.core import conversation as c
+from fishtalk.core.conversation.reply_audio import ReplyAudioReport
 from fishtalk.core.protocol import ATTR_AGENT_STATE
 from fishtalk.engine.replyaudio import ReplyAudio
-from fishtalk.engine.replyaudio.reporter import measure_all
+from fishtalk.engine.replyaudio.reporter import ReplyReporter, measure_all
 
 ME = "user-1"
 AGENT = "agent"
@@ -67,16 +69,29 @@ def _session(lag: float, stall: float, interrupt_at: float | None) -> tuple[Repl
     ]
     if interrupt_at is not None:
         events.append((interrupt_at, 0, c.Interrupt(interrupt_at)))
+    return _run(events)
+
+
+def _run(
+    events: list[Event],
+    capture: ReplyAudio | None = None,
+    tick: Callable[[c.State, float], object] | None = None,
+) -> tuple[ReplyAudio, c.State]:
+    """``events`` fed in time order to the reducer and ``capture``, with a silent frame
+    every 10 ms where no audio was given (as the wire delivers); ``tick`` is called after
+    each frame, as the session's media calls its reply reporter."""
     last = max(e[0] for e in events)
     # The wire delivers a frame every 10 ms, silent ones between the lines' audio.
     heard = {round(e[0] / STEP) for e in events if isinstance(e[2], str)}
     ticks = range(round(1.0 / STEP), round((last + 2.0) / STEP))
     events += [(i * STEP, 2, "quiet") for i in ticks if i not in heard]
-    capture = ReplyAudio()
+    capture = capture or ReplyAudio()
     state = c.initial_state(spoken=True)
     for at, _, what in sorted(events, key=lambda e: (e[0], e[1])):
         if isinstance(what, str):
             capture.agent_frame(at, LOUD if what == "loud" else QUIET, RATE, 1, played=True)
+            if tick is not None:
+                tick(state, at)
         else:
             state, _ = c.reduce(state, what)  # type: ignore[arg-type]  # an input
             capture.state(state)
@@ -106,3 +121,32 @@ def test_a_lines_audio_pairs_with_its_transcript(
     reports = measure_all(capture, state)
     assert [(r.turn, r.mismatch) for r in reports] == [(1, None), (2, None)]
     assert [r.longest_gap for r in reports] == pytest.approx([stall, stall], abs=1e-9)
+
+
+def test_each_reply_measures_its_leading_silence_from_its_own_text() -> None:
+    """One typed turn, answered at once; then the agent goes on by itself, 20 and 50 s
+    later, with no user turn between (a tour, an idle prompt): all three lines answer
+    that turn, and the live reporter reports each as its own reply once it is over. Each
+    line's audio comes 0.1 s after its text, so no reply has a leading silence of 20 or
+    50 s (the demo's exit line once said "leading silence of 57.81 s after its first
+    text": measured from the turn's first line, the one its latency was measured on)."""
+    events: list[Event] = [
+        (1.0, 0, c.Connected(ME, 1.0)),
+        (1.1, 0, c.AttributesChanged(AGENT, {ATTR_AGENT_STATE: "listening"}, 1.1)),
+        (2.0, 0, c.SendText("go", 2.0)),
+    ]
+    for seg, opens in (("a1", 2.2), ("a2", 22.2), ("a3", 52.2)):
+        over = opens + 1.3
+        events += [
+            (opens, 0, c.AttributesChanged(AGENT, {ATTR_AGENT_STATE: "speaking"}, opens)),
+            *_line(seg, opens, opens + 1.2),
+            *_audio(opens + 0.1, 1.0, 0.0),
+            (over, 0, c.AttributesChanged(AGENT, {ATTR_AGENT_STATE: "listening"}, over)),
+        ]
+    live = ReplyReporter(ReplyAudio())
+    reports: list[ReplyAudioReport] = []
+    _, state = _run(events, live.capture, lambda state, at: reports.extend(live.tick(state, at)))
+    reports += live.due(state, 0.0, final=True)
+    assert [(r.turn, r.segment_ids) for r in reports] == [(1, ("a1",)), (1, ("a2",)), (1, ("a3",))]
+    for r in reports:
+        assert r.leading_from_text == pytest.approx(0.1, abs=0.011), r

@@ -129,8 +129,12 @@ def _waterfalls(state: conv.State) -> list[conv.Waterfall]:
 
 
 def _first_text(state: conv.State, turn: int | None, lines: list[conv.Segment]) -> float | None:
+    """When the reply's text began: its turn's first-text mark where the reply holds the
+    line that turn was measured on, else when its own first line opened (a later line of
+    the same turn, the agent going on by itself, is not measured from the turn's first)."""
+    ids = {s.segment_id for s in lines}
     for w in _waterfalls(state):
-        if w.turn == turn and w.kind != "unprompted" and w.first_text_at is not None:
+        if w.turn == turn and w.segment_id in ids and w.first_text_at is not None:
             return w.first_text_at
     return min((s.started_at for s in lines), default=None)
 
