@@ -4,10 +4,14 @@ The sim runs in a process of its own (``fishtalk sim serve``); each row is one p
 ``locust -f`` process with the shipped locustfile (one worker process, one engine thread),
 N users each running a one-turn text file (a typed turn, a 3 s wait, hang up) for a fixed
 time. Client CPU and peak RSS come from the Locust process; sessions and the first-text
-percentiles from Locust's JSON stats. Prints a markdown section. Needs the network namespace.
+percentiles from Locust's JSON stats. The floor is bare livekit SDK participants doing the
+same exchange (``load_floor.py``), at the lowest and highest user counts; each side's CPU
+per session is its marginal cost (the CPU added from the lowest to the highest row, over
+the sessions added), so neither process's start-up counts. Prints a markdown section.
+Needs the network namespace.
 
-Not measured here (yet): audio sessions (synthetic mic, APM off), the bare livekit SDK
-participant as the floor, and the knee where heard p95 rises 10 %.
+Not measured here (yet): audio sessions (synthetic mic, APM off), and the knee where heard
+p95 rises 10 %.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "tests" / "agenttest" / "scenarios" / "chat.toml"
+FLOOR = Path(__file__).resolve().parent / "load_floor.py"
 LOCUSTFILE = ROOT / "fishtalk" / "workbench" / "load" / "locustfile.py"
 TEST = """text_only = true
 timeout = 120
@@ -82,11 +87,31 @@ def _row(n: int, url: str, env: dict[str, str], tmp: Path) -> tuple[float, float
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, sessions, first
 
 
+def _floor(n: int, url: str, env: dict[str, str]) -> tuple[int, float, float]:
+    """Sessions, CPU seconds and wall seconds of ``n`` bare SDK participants
+    (``load_floor.py``)."""
+    done = subprocess.run(
+        [sys.executable, str(FLOOR), url, env["FISH_API_KEY"], "chat", str(n)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"the floor failed ({done.returncode}): {done.stderr[-2000:]}")
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return int(figures["sessions"]), float(figures["cpu"]), float(figures["wall"])
+
+
+def _marginal(low: tuple[int, float, float], high: tuple[int, float, float]) -> float:
+    """CPU seconds per session added from the ``low`` row to the ``high`` one."""
+    return (high[1] - low[1]) / max(high[0] - low[0], 1)
+
+
 def main() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FISH_", "FISHTALK_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     rows: list[str] = []
     figures: dict[int, tuple[float, float, float]] = {}
+    totals: dict[int, tuple[int, float, float]] = {}
+    floor: dict[int, tuple[int, float, float]] = {}
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         (tmp / "load.toml").write_text(TEST, "utf-8")
@@ -112,10 +137,13 @@ def main() -> None:
                 sim_cpu = _proc_cpu(sim.pid) - sim_before
                 per, sim_per = cpu / max(sessions, 1), sim_cpu / max(sessions, 1)
                 figures[n] = (per, cpu / wall, rss)
+                totals[n] = (sessions, cpu, wall)
                 rows.append(
                     f"| {n} | {sessions} | {wall:.1f} | {per:.2f} | {sim_per:.2f}"
                     f" | {cpu / wall:.0%} / {sim_cpu / wall:.0%} | {rss:.0f} | {first} |"
                 )
+            for n in (min(USERS), max(USERS)):
+                floor[n] = _floor(n, url.group(0), client_env)
         finally:
             sim.terminate()
             sim.wait(10)
@@ -127,9 +155,15 @@ def main() -> None:
         "<!-- lead: Client CPU, memory and first-text latency per text session as "
         "`fishtalk load` users grow, on Locust against the sim. -->\n"
     )
+    low = min(figures)
+    ours, bare = _marginal(totals[low], totals[top]), _marginal(floor[low], floor[top])
     print(
         f"<!-- summary: `fishtalk load`, text sessions per client core at {top} users "
-        f"| {per_core:.0f} | goal 30 | {per_core / 30:.2f}x | ≥30 -->\n"
+        f"| {per_core:.0f} | goal 30 | {per_core / 30:.2f}x | ≥30 -->"
+    )
+    print(
+        f"<!-- summary: `fishtalk load`, client CPU per added text session | {ours:.3f} s "
+        f"| bare SDK participant {bare:.3f} s | {ours / bare:.2f}x | ≤1.3x -->\n"
     )
     print(
         f"One plain `locust -f` process (the shipped locustfile) per row, N users for "
@@ -146,11 +180,21 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print(row)
-    low = min(figures)
     mem = (figures[top][2] - figures[low][2]) / (top - low) if top > low else float("nan")
     print(
         f"\nAt {top} users: {per_core:.0f} concurrent text sessions per core of client CPU, "
         f"about {mem:.1f} MB of client memory per added concurrent session."
+    )
+    print(
+        f"\nThe floor: bare livekit SDK participants (`bench/load_floor.py`: httpx for the "
+        f"grant, join, publish `user.message`, read the reply's transcript stream, wait, "
+        f"hang up, the agent's audio drained), {low} and {top} at once, same sim, same pace: "
+        f"{floor[low][0]} and {floor[top][0]} sessions, {floor[low][1]:.2f} and "
+        f"{floor[top][1]:.2f} CPU s. CPU per added session, {low} to {top} users: fishtalk "
+        f"{ours:.3f} s, the floor {bare:.3f} s ({ours / bare:.2f}x; goal ≤1.3x). The floor "
+        f"holds {top / (floor[top][1] / floor[top][2]):.0f} sessions per core at {top} users, "
+        f"against fishtalk's {per_core:.0f}: the SDK's own cost per session sets the "
+        "capacity, not fishtalk's."
     )
 
 
