@@ -230,6 +230,30 @@ def test_speaking_over_the_reply_before_it_is_heard_is_an_interruption() -> None
     assert [w.incomplete for w in latencies(events)] == ["interrupted"]
 
 
+def test_with_no_audio_output_a_reply_cut_short_says_no_audio() -> None:
+    """A client with no output device (``Connected(audio_out=False)``: --no-audio, no
+    speaker) hears no reply, so a reply the next typed turn cuts short, or the end of the
+    call, is "no audio", not "interrupted" or "ended": nothing here could have heard it."""
+    deaf, _ = feed(
+        [c.Connected(ME, 1.0, audio_out=False), agent_state("listening", 1.1)],
+        c.initial_state(spoken=True),
+    )
+    cut = [
+        c.SendText("one", 2.0),
+        mark("typed_sent", 2.0),
+        *reply("a1", 2.5)[:2],
+        c.SendText("two", 3.0),
+        mark("typed_sent", 3.0),
+        *reply("a2", 3.5),
+        c.Hangup(4.5),
+    ]
+    _s, events = feed(cut, deaf)
+    assert [w.incomplete for w in latencies(events)] == ["no audio", "no audio"]
+    # With an output device, the same call says what cut each reply short.
+    _s, events = feed(cut, ready())
+    assert [w.incomplete for w in latencies(events)] == ["interrupted", "no audio"]
+
+
 # --- unprompted replies, interrupts, the end --------------------------------------------------
 
 

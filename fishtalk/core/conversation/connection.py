@@ -32,6 +32,7 @@ from fishtalk.core.conversation.inputs import (
     Reconnecting,
 )
 from fishtalk.core.conversation.latency_rules import (
+    _lat_book,
     _lat_close_interrupt,
     _lat_close_turn,
     _lat_opening_over,
@@ -157,6 +158,8 @@ def _on_connected(r: _Step, inp: Connected) -> None:
         r.clock(max_duration_deadline=deadline)
         r.fx.append(ScheduleTimer(TIMER_MAX_DURATION, deadline + MAX_DURATION_SLACK))
     r.set(status="connected", local_identity=inp.local_identity)
+    if not inp.audio_out:
+        _lat_book(r, no_output=True)
     if r.s.muted:
         # The mic is published unmuted by default; re-apply a mute chosen before connecting.
         r.fx.append(SetMicrophoneMuted(True))

@@ -16,10 +16,13 @@ from fishtalk.core.protocol import AgentEvent, ClientToolResult
 
 @dataclass(frozen=True, slots=True)
 class Connected:
-    """The room connection succeeded (the first time)."""
+    """The room connection succeeded (the first time). ``audio_out``: whether the agent's
+    audio reaches an output device here (False: no device, or audio turned off), so a
+    reply can be heard at all."""
 
     local_identity: str
     at: float
+    audio_out: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from fishtalk.core.conversation.latency import (
     Waterfall,
 )
 from fishtalk.core.conversation.state import (
+    LatencyBook,
     Segment,
 )
 from fishtalk.core.conversation.step import (
@@ -189,13 +190,17 @@ def _lat_user_final(r: _Step, at: float) -> None:
     _lat_book(r, user_final_at=at)
 
 
-def _lat_reason(w: Waterfall, closing: _Closing, text_only: bool, over: bool) -> Incomplete | None:
+def _lat_reason(
+    w: Waterfall, closing: _Closing, book: LatencyBook, over: bool
+) -> Incomplete | None:
     if w.kind == "unprompted":
         return "no user turn"
     if w.heard_at is not None:
         return None
-    if text_only:
+    if book.text_only:
         return "text-only"
+    if book.no_output:
+        return "no audio"  # nothing here could hear it, whatever cut it short
     if closing == "interrupted":
         return "interrupted"
     if w.audio_received_at is not None:
@@ -220,7 +225,7 @@ def _lat_close_turn(r: _Step, closing: _Closing) -> None:
     closed = _with(
         w,
         rtt=lat.rtt,
-        incomplete=_lat_reason(w, closing, internal.lat.text_only, over),
+        incomplete=_lat_reason(w, closing, internal.lat, over),
     )
     turns = (*lat.turns, closed)
     drop = _bounded(turns, MAX_TURNS)

@@ -419,6 +419,8 @@ class LatencyBook:
     """The open turn's reply segment closed; only its heard mark is awaited."""
     text_only: bool = False
     """The open turn asked for a text-only reply (typed with ``audio`` off)."""
+    no_output: bool = False
+    """The client has no audio output: no reply is heard, whatever cut it short."""
 
 
 _NO_LATENCY_BOOK: Final = LatencyBook()

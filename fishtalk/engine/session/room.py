@@ -156,7 +156,10 @@ class Room(Media):
         self._joined = True
         assert self._outbox is not None  # made by run()
         self._outbox.link_up.set()
-        self._feed(conv.Connected(local_identity=room.local_participant.identity, at=self._clock()))
+        # Heard marks come from an output device's taps (media): without them no reply is heard.
+        audio_out = self._taps is not None
+        identity = room.local_participant.identity
+        self._feed(conv.Connected(local_identity=identity, at=self._clock(), audio_out=audio_out))
         for participant in list(room.remote_participants.values()):
             self._participant_joined(participant)
 
